@@ -1,0 +1,307 @@
+//! The command line: parse, build, dispatch on a subcommand, map errors to exit codes.
+//!
+//! Exit codes: 0 ok, 1 failed or refused, 2 usage. Skipped catalog lines are reported on stderr
+//! with a count and do not change the exit code unless nothing loaded at all.
+
+mod eval;
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::{Context, Result, bail};
+use clap::{Args, Parser, Subcommand, ValueEnum};
+
+use crate::catalog::{CatalogSnapshot, Descriptor, Source, file};
+use crate::config::SearchLimits;
+use crate::policy::{Authorized, Policy};
+use crate::search::{IndexCache, SearchIndex, lookup};
+
+/// toolsearch — progressive disclosure of large tool catalogs for LLM agents.
+#[derive(Debug, Parser)]
+#[command(name = "toolsearch", version, about, long_about = None)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Rank catalog tools for a query.
+    Search(SearchArgs),
+    /// Show a tool's compact hit and exact schemas.
+    Describe(DescribeArgs),
+    /// Measure search quality on a catalog and a query file.
+    Eval(EvalArgs),
+}
+
+/// Where tools come from and which are allowed.
+#[derive(Debug, Args, Clone)]
+pub(crate) struct CatalogArgs {
+    /// A catalog file (JSONL, JSON array, or MCP tools/list answer); repeatable. Without it the
+    /// embedded demo catalog is used.
+    #[arg(long = "catalog", value_name = "FILE")]
+    catalogs: Vec<PathBuf>,
+    /// Load the --catalog files as untrusted tools of this source instead of trusted plugins.
+    #[arg(long, value_enum, value_name = "SOURCE")]
+    catalog_source: Option<CatalogSource>,
+    /// A policy file.
+    #[arg(long, value_name = "FILE")]
+    policy: Option<PathBuf>,
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+enum CatalogSource {
+    Mcp,
+    Client,
+}
+
+#[derive(Debug, Args)]
+struct SearchArgs {
+    /// What to find, in a few English words.
+    query: String,
+    /// How many hits (default 8, max 20).
+    #[arg(long)]
+    limit: Option<i64>,
+    #[command(flatten)]
+    catalog: CatalogArgs,
+    /// Print JSON (an array of hits).
+    #[arg(long)]
+    json: bool,
+    /// Show each hit's score and whether it matched a literal term.
+    #[arg(long)]
+    explain: bool,
+}
+
+#[derive(Debug, Args)]
+struct DescribeArgs {
+    /// Tool ids or names.
+    #[arg(required = true)]
+    ids: Vec<String>,
+    #[command(flatten)]
+    catalog: CatalogArgs,
+    /// Print JSON (an object, or an array for several ids).
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(Debug, Args)]
+struct EvalArgs {
+    /// The catalog file whose lines' ids the gold ids refer to.
+    #[arg(long, value_name = "FILE")]
+    catalog: Option<PathBuf>,
+    /// Queries: JSONL of {"qid", "query", "gold": [ids]}.
+    #[arg(long, value_name = "FILE")]
+    queries: PathBuf,
+    /// Print one JSON object with queries, recall@1, recall@5, recall@10, ndcg@10, mrr.
+    #[arg(long)]
+    json: bool,
+}
+
+/// Runs the CLI; returns the process exit code.
+pub fn main() -> ExitCode {
+    crate::telemetry::init_stderr_logging();
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(error) => {
+            let code = if error.use_stderr() { 2 } else { 0 };
+            let _ = error.print();
+            return ExitCode::from(code);
+        }
+    };
+    match run(cli) {
+        Ok(code) => code,
+        Err(error) => {
+            if is_broken_pipe(&error) {
+                return ExitCode::SUCCESS;
+            }
+            eprintln!("toolsearch: {error:#}");
+            ExitCode::from(1)
+        }
+    }
+}
+
+fn is_broken_pipe(error: &anyhow::Error) -> bool {
+    error.chain().any(|cause| {
+        cause
+            .downcast_ref::<std::io::Error>()
+            .is_some_and(|e| e.kind() == std::io::ErrorKind::BrokenPipe)
+    })
+}
+
+fn run(cli: Cli) -> Result<ExitCode> {
+    match cli.command {
+        Command::Search(args) => search(args),
+        Command::Describe(args) => describe(args),
+        Command::Eval(args) => eval::run(args.catalog.as_deref(), &args.queries, args.json),
+    }
+}
+
+/// Loads the catalog the arguments name (or the demo catalog), reporting skipped lines.
+pub(crate) fn load_catalog(args: &CatalogArgs) -> Result<CatalogSnapshot> {
+    if args.catalogs.is_empty() {
+        return Ok(crate::demo::catalog());
+    }
+    let source = match args.catalog_source {
+        None => Source::Plugin,
+        Some(CatalogSource::Mcp) => Source::Mcp,
+        Some(CatalogSource::Client) => Source::Client,
+    };
+    load_files(&args.catalogs, source)
+}
+
+/// Loads catalog files as `source`; bad lines are reported on stderr and skipped.
+pub(crate) fn load_files(paths: &[PathBuf], source: Source) -> Result<CatalogSnapshot> {
+    let mut descriptors: Vec<Descriptor> = Vec::new();
+    let mut skipped = 0;
+    for path in paths {
+        let loaded = file::load(path, source)?;
+        for issue in &loaded.issues {
+            eprintln!("toolsearch: {}: skipped {issue}", path.display());
+        }
+        skipped += loaded.issues.len();
+        descriptors.extend(loaded.descriptors);
+    }
+    if skipped > 0 {
+        eprintln!("toolsearch: skipped {skipped} catalog line(s)");
+    }
+    if descriptors.is_empty() {
+        bail!("no tool loaded from the catalog file(s)");
+    }
+    let snapshot = CatalogSnapshot::build(descriptors);
+    for issue in snapshot.issues() {
+        eprintln!("toolsearch: {issue}");
+    }
+    Ok(snapshot)
+}
+
+pub(crate) fn load_policy(args: &CatalogArgs) -> Result<Policy> {
+    match &args.policy {
+        None => Ok(Policy::allow_all()),
+        Some(path) => Ok(Policy::from_file(path)?),
+    }
+}
+
+pub(crate) fn build_index(args: &CatalogArgs) -> Result<std::sync::Arc<SearchIndex>> {
+    let snapshot = load_catalog(args)?;
+    let policy = load_policy(args)?;
+    let view = Authorized::new(snapshot, policy);
+    Ok(IndexCache::new()
+        .get(&view)
+        .context("building the search index")?)
+}
+
+fn search(args: SearchArgs) -> Result<ExitCode> {
+    let index = build_index(&args.catalog)?;
+    let limits = SearchLimits::default();
+    let limit_value = args.limit.map(serde_json::Value::from);
+    let limit = crate::search::resolve_limit(limit_value.as_ref(), limits)?;
+    let ranked = index.rank(&args.query, limit);
+    let hits: Vec<_> = ranked
+        .iter()
+        .filter_map(|r| index.hit(r.position))
+        .collect();
+    let mut out = std::io::stdout().lock();
+    if args.json {
+        if args.explain {
+            let explained: Vec<serde_json::Value> = hits
+                .iter()
+                .zip(&ranked)
+                .map(|(hit, r)| {
+                    let mut value = serde_json::to_value(hit).unwrap_or_default();
+                    value["score"] = serde_json::json!(r.score);
+                    value["exact"] = serde_json::json!(r.exact);
+                    value["literal"] = serde_json::json!(r.literal);
+                    value
+                })
+                .collect();
+            writeln!(out, "{}", serde_json::to_string_pretty(&explained)?)?;
+        } else {
+            writeln!(out, "{}", serde_json::to_string_pretty(&hits)?)?;
+        }
+        return Ok(ExitCode::SUCCESS);
+    }
+    if hits.is_empty() {
+        writeln!(out, "no tools match {:?}", args.query)?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    for (rank, (hit, r)) in hits.iter().zip(&ranked).enumerate() {
+        writeln!(out, "{:>2}. {}  [{}]", rank + 1, hit.id, hit.source)?;
+        if !hit.description.is_empty() {
+            writeln!(out, "    {}", hit.description)?;
+        }
+        writeln!(out, "    input: {}", hit.input)?;
+        if let Some(output) = &hit.output {
+            writeln!(out, "    output: {output}")?;
+        }
+        if args.explain {
+            writeln!(
+                out,
+                "    score {:.4}{}{}",
+                r.score,
+                if r.exact { ", exact match" } else { "" },
+                if r.literal {
+                    ", literal term"
+                } else {
+                    ", expansion only"
+                }
+            )?;
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn describe(args: DescribeArgs) -> Result<ExitCode> {
+    let index = build_index(&args.catalog)?;
+    let mut described = Vec::new();
+    let mut failed = false;
+    for id in &args.ids {
+        match lookup::describe(&index, id) {
+            Ok(d) => described.push(d),
+            Err(error) => {
+                eprintln!("toolsearch: {error}");
+                failed = true;
+            }
+        }
+    }
+    let mut out = std::io::stdout().lock();
+    if args.json {
+        let value = if args.ids.len() == 1 {
+            described
+                .first()
+                .map(serde_json::to_value)
+                .transpose()?
+                .unwrap_or(serde_json::Value::Null)
+        } else {
+            serde_json::to_value(&described)?
+        };
+        if !(failed && args.ids.len() == 1) {
+            writeln!(out, "{}", serde_json::to_string_pretty(&value)?)?;
+        }
+    } else {
+        for d in &described {
+            writeln!(out, "{}  [{}]", d.hit.id, d.hit.source)?;
+            if !d.hit.description.is_empty() {
+                writeln!(out, "  {}", d.hit.description)?;
+            }
+            writeln!(out, "  input: {}", d.hit.input)?;
+            writeln!(
+                out,
+                "  input_schema: {}",
+                serde_json::to_string_pretty(&d.input_schema)?.replace('\n', "\n  ")
+            )?;
+            if let Some(schema) = &d.output_schema {
+                writeln!(
+                    out,
+                    "  output_schema: {}",
+                    serde_json::to_string_pretty(schema)?.replace('\n', "\n  ")
+                )?;
+            }
+        }
+    }
+    Ok(if failed {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    })
+}

@@ -1,0 +1,543 @@
+//! The text analyzer shared by indexing and queries (SPEC ).
+//!
+//! Order matters and is the same for documents and queries:
+//! 1. split on anything that is not a letter, digit or `_` (Unicode letters kept);
+//! 2. per word: the whole word lowercased, plus — when it has two or more — its compound parts
+//!    (split on `_` and on case changes, acronyms kept whole: `getURLs` → get, urls);
+//! 3. drop the 59 stop words of R-3.3 (before stemming, so "its" never becomes "it");
+//! 4. stem with the light suffix stripper of; a word ending in `-ies` yields both readings
+//!    (`policies` → policy, polici) so whichever form the catalog uses matches.
+//!
+//! Queries also get intent expansion: trigger words add generic capability terms at
+//! weight 0.35; a term the caller typed keeps weight 1. Triggers are matched on a singularized
+//! word, not the stem, so "news" never fires on "new".
+//!
+//! [`ToolTokenizer`] runs steps 1–4 as a tantivy tokenizer registered under [`ANALYZER_NAME`];
+//! [`query_terms`] runs the same functions, so both sides always agree.
+
+use tantivy::tokenizer::{Token, TokenStream, Tokenizer};
+
+/// The name the analyzer is registered under in the index's tokenizer manager.
+pub const ANALYZER_NAME: &str = "toolsearch";
+
+/// Weight of a term added by intent expansion; literal terms weigh 1.
+pub const EXPANSION_WEIGHT: f32 = 0.35;
+
+/// Tokens longer than this many bytes are dropped (they only ever match themselves, and the
+/// exact-match path already finds a query equal to a whole name or id).
+const MAX_TOKEN_BYTES: usize = 96;
+
+/// The 59 stop words of R-3.3 (sorted, for binary search). Capability verbs such as "get" are
+/// deliberately absent.
+pub const STOP_WORDS: [&str; 59] = [
+    "a", "an", "and", "are", "as", "at", "be", "but", "by", "can", "do", "for", "from", "had",
+    "has", "have", "here", "how", "i", "if", "in", "into", "is", "it", "its", "me", "my", "no",
+    "not", "of", "on", "or", "our", "so", "that", "the", "their", "them", "then", "there", "these",
+    "they", "this", "to", "up", "us", "was", "we", "were", "what", "when", "where", "which", "who",
+    "why", "will", "with", "you", "your",
+];
+
+/// Whether `word` (lowercase) is one of the stop words of.
+pub fn is_stop_word(word: &str) -> bool {
+    word.len() <= 5 && STOP_WORDS.binary_search(&word).is_ok()
+}
+
+/// Words ending in `s` that are not plurals: kept whole by the stemmer.
+const KEPT_WHOLE: [&str; 15] = [
+    "alias", "analysis", "atlas", "axis", "basis", "bonus", "bus", "canvas", "focus", "gas",
+    "lens", "news", "plus", "status", "virus",
+];
+
+/// Suffixes tried in order by one stemming pass.
+const SUFFIXES: [&str; 8] = ["ies", "ing", "ed", "ly", "es", "er", "s", "e"];
+
+/// The expansion groups of: trigger words and the generic capability terms they add.
+const EXPANSIONS: [(&[&str], &[&str]); 10] = [
+    (
+        &["look", "lookup", "google", "research"],
+        &["search", "web", "find"],
+    ),
+    (
+        &[
+            "current", "today", "latest", "now", "recent", "news", "price", "weather",
+        ],
+        &["search", "web"],
+    ),
+    (
+        &["url", "link", "page", "article", "site", "website"],
+        &["fetch", "web", "browse"],
+    ),
+    (
+        &[
+            "remember",
+            "recall",
+            "memory",
+            "earlier",
+            "previously",
+            "discussed",
+            "decided",
+        ],
+        &["memory", "recall", "history"],
+    ),
+    (
+        &[
+            "remind",
+            "reminder",
+            "later",
+            "tomorrow",
+            "daily",
+            "weekly",
+            "recurring",
+        ],
+        &["schedule", "automations", "cron", "reminder"],
+    ),
+    (
+        &["say", "tell", "reply", "respond", "answer"],
+        &["message", "send"],
+    ),
+    (&["picture", "photo", "meme", "screenshot"], &["image"]),
+    (&["speak", "say", "voice"], &["audio", "speech"]),
+    (
+        &["run", "execute", "command", "shell", "terminal"],
+        &["exec", "process"],
+    ),
+    (&["directory", "folder", "path"], &["file", "list"]),
+];
+
+fn is_word_char(c: char) -> bool {
+    c.is_alphanumeric() || c == '_'
+}
+
+/// Calls `emit(word)` for each analyzed word of `text` (steps 1–2), lowercased, stop words
+/// *not yet* removed. `scratch` is reused between calls.
+pub fn for_each_word(text: &str, scratch: &mut WordScratch, mut emit: impl FnMut(&str)) {
+    for raw in text.split(|c: char| !is_word_char(c)) {
+        if raw.is_empty() {
+            continue;
+        }
+        scratch.lower.clear();
+        lowercase_into(raw, &mut scratch.lower);
+        emit(&scratch.lower);
+        compound_parts(raw, scratch);
+        if scratch.parts.len() >= 2 {
+            for i in 0..scratch.parts.len() {
+                let (start, end) = scratch.parts[i];
+                scratch.lower.clear();
+                lowercase_into(&raw[start..end], &mut scratch.lower);
+                emit(&scratch.lower);
+            }
+        }
+    }
+}
+
+/// Reusable buffers for [`for_each_word`].
+#[derive(Default)]
+pub struct WordScratch {
+    lower: String,
+    parts: Vec<(usize, usize)>,
+    chars: Vec<(usize, char)>,
+}
+
+fn lowercase_into(text: &str, out: &mut String) {
+    if text.is_ascii() {
+        out.extend(text.bytes().map(|b| b.to_ascii_lowercase() as char));
+    } else {
+        for c in text.chars() {
+            out.extend(c.to_lowercase());
+        }
+    }
+}
+
+/// Fills `scratch.parts` with byte ranges of the compound parts of `raw`: split on `_`, then
+/// within each piece match, in order of preference, an uppercase run with an optional plural
+/// `s` not followed by a lowercase letter (acronyms: `URLs`), an optional capital followed by
+/// lowercase letters (`Parser`), or a run of digits. Other characters (e.g. CJK) form no part.
+fn compound_parts(raw: &str, scratch: &mut WordScratch) {
+    scratch.parts.clear();
+    for (piece_start, piece) in split_underscores(raw) {
+        scratch.chars.clear();
+        scratch.chars.extend(piece.char_indices());
+        let chars = &scratch.chars;
+        let len = chars.len();
+        let byte_at = |i: usize| {
+            if i < len {
+                piece_start + chars[i].0
+            } else {
+                piece_start + piece.len()
+            }
+        };
+        let is_lower = |i: usize| i < len && chars[i].1.is_lowercase();
+        let is_upper = |i: usize| i < len && chars[i].1.is_uppercase();
+        let mut i = 0;
+        while i < len {
+            let c = chars[i].1;
+            if c.is_uppercase() {
+                let mut run_end = i;
+                while is_upper(run_end) {
+                    run_end += 1;
+                }
+                // Alternative 1: uppercase run (longest first), optional `s`, no lowercase next.
+                let mut matched = None;
+                let mut end = run_end;
+                while end > i {
+                    if end < len && chars[end].1 == 's' && !is_lower(end + 1) {
+                        matched = Some(end + 1);
+                        break;
+                    }
+                    if !is_lower(end) {
+                        matched = Some(end);
+                        break;
+                    }
+                    end -= 1;
+                }
+                if let Some(stop) = matched {
+                    scratch.parts.push((byte_at(i), byte_at(stop)));
+                    i = stop;
+                    continue;
+                }
+                // Alternative 2: one capital, then lowercase letters.
+                if is_lower(i + 1) {
+                    let mut stop = i + 1;
+                    while is_lower(stop) {
+                        stop += 1;
+                    }
+                    scratch.parts.push((byte_at(i), byte_at(stop)));
+                    i = stop;
+                    continue;
+                }
+                i += 1;
+            } else if c.is_lowercase() {
+                let mut stop = i;
+                while is_lower(stop) {
+                    stop += 1;
+                }
+                scratch.parts.push((byte_at(i), byte_at(stop)));
+                i = stop;
+            } else if c.is_numeric() {
+                let mut stop = i;
+                while stop < len && chars[stop].1.is_numeric() {
+                    stop += 1;
+                }
+                scratch.parts.push((byte_at(i), byte_at(stop)));
+                i = stop;
+            } else {
+                i += 1;
+            }
+        }
+    }
+}
+
+fn split_underscores(raw: &str) -> impl Iterator<Item = (usize, &str)> {
+    let mut offset = 0;
+    raw.split('_').map(move |piece| {
+        let start = offset;
+        offset += piece.len() + 1;
+        (start, piece)
+    })
+}
+
+fn char_len(word: &str) -> usize {
+    if word.is_ascii() {
+        word.len()
+    } else {
+        word.chars().count()
+    }
+}
+
+/// One pass of the suffix stripper; returns `None` when nothing applies.
+fn strip_one_suffix(token: &str) -> Option<String> {
+    let length = char_len(token);
+    if length <= 3 || KEPT_WHOLE.contains(&token) {
+        return None;
+    }
+    for suffix in SUFFIXES {
+        if !token.ends_with(suffix) || length - suffix.len() < 3 {
+            continue;
+        }
+        // "ss" is part of the root ("process"), not a plural marker.
+        if suffix == "s" && token.ends_with("ss") {
+            continue;
+        }
+        let stripped = &token[..token.len() - suffix.len()];
+        if suffix == "ies" {
+            return Some(format!("{stripped}y"));
+        }
+        if matches!(suffix, "ing" | "ed" | "er") {
+            return Some(undouble(stripped).to_string());
+        }
+        return Some(stripped.to_string());
+    }
+    None
+}
+
+/// "running" strips to "runn": undo a final consonant doubled by inflection, except the
+/// doubles that belong to roots (l, s, f, z).
+fn undouble(token: &str) -> &str {
+    let bytes = token.as_bytes();
+    let n = bytes.len();
+    if n <= 3 || !token.is_ascii() {
+        return token;
+    }
+    let last = bytes[n - 1];
+    if last != bytes[n - 2] || b"lsfzaeiou".contains(&last) || !last.is_ascii_alphabetic() {
+        return token;
+    }
+    &token[..n - 1]
+}
+
+/// The light English stemmer of R-3.4 (at most three passes).
+pub fn stem(word: &str) -> String {
+    let mut current = word.to_string();
+    for _ in 0..3 {
+        match strip_one_suffix(&current) {
+            Some(next) if next != current => current = next,
+            _ => break,
+        }
+    }
+    current
+}
+
+/// Calls `emit` with the stem(s) of one word: two for `-ies` words (both readings), one
+/// otherwise.
+pub fn for_each_stem(word: &str, mut emit: impl FnMut(String)) {
+    if char_len(word) > 4 && word.ends_with("ies") {
+        let base = &word[..word.len() - 3];
+        emit(format!("{base}y"));
+        emit(stem(&format!("{base}ie")));
+        return;
+    }
+    let stemmed = stem(word);
+    if !stemmed.is_empty() {
+        emit(stemmed);
+    }
+}
+
+/// Calls `emit(term)` for every index term of `text` (steps 1–4).
+pub fn for_each_term(text: &str, scratch: &mut WordScratch, mut emit: impl FnMut(String)) {
+    for_each_word(text, scratch, |word| {
+        if !is_stop_word(word) && word.len() <= MAX_TOKEN_BYTES {
+            for_each_stem(word, &mut emit);
+        }
+    });
+}
+
+/// The terms of `text`, as the index sees them.
+pub fn document_terms(text: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    for_each_term(text, &mut WordScratch::default(), |t| out.push(t));
+    out
+}
+
+/// A distinct query term with its weight (R-3.1: each distinct term counts once).
+#[derive(Debug, Clone, PartialEq)]
+pub struct QueryTerm {
+    /// The analyzed term.
+    pub term: String,
+    /// 1 for a literal term, [`EXPANSION_WEIGHT`] for one added by expansion only.
+    pub weight: f32,
+}
+
+impl QueryTerm {
+    /// Whether the caller typed this term (as opposed to expansion adding it).
+    pub fn is_literal(&self) -> bool {
+        self.weight >= 1.0
+    }
+}
+
+/// Singularizes a word for trigger matching: `-ies` → `-y`, and a trailing `s` (not `ss`)
+/// dropped, for words of more than 4 letters.
+fn normalize_trigger(word: &str) -> String {
+    let length = char_len(word);
+    if length > 4 && word.ends_with("ies") {
+        return format!("{}y", &word[..word.len() - 3]);
+    }
+    if length > 4 && word.ends_with('s') && !word.ends_with("ss") {
+        return word[..word.len() - 1].to_string();
+    }
+    word.to_string()
+}
+
+/// Analyzes a query into distinct weighted terms, literal terms first in query order, then
+/// expansion-only terms. Empty when the query has no usable term.
+pub fn query_terms(query: &str) -> Vec<QueryTerm> {
+    let mut scratch = WordScratch::default();
+    let mut terms: Vec<QueryTerm> = Vec::new();
+    let mut triggers: Vec<String> = Vec::new();
+    for_each_word(query, &mut scratch, |word| {
+        if is_stop_word(word) || word.len() > MAX_TOKEN_BYTES {
+            return;
+        }
+        triggers.push(normalize_trigger(word));
+        for_each_stem(word, |term| {
+            if !terms.iter().any(|t| t.term == term) {
+                terms.push(QueryTerm { term, weight: 1.0 });
+            }
+        });
+    });
+    for (group_triggers, additions) in EXPANSIONS {
+        let fired = group_triggers.iter().any(|trigger| {
+            let normalized = normalize_trigger(trigger);
+            triggers.iter().any(|t| *t == normalized)
+        });
+        if !fired {
+            continue;
+        }
+        for addition in additions {
+            let term = stem(addition);
+            if !terms.iter().any(|t| t.term == term) {
+                terms.push(QueryTerm {
+                    term,
+                    weight: EXPANSION_WEIGHT,
+                });
+            }
+        }
+    }
+    terms
+}
+
+/// The analyzer as a tantivy tokenizer (steps 1–4), registered under [`ANALYZER_NAME`].
+#[derive(Clone, Default)]
+pub struct ToolTokenizer {
+    tokens: Vec<Token>,
+}
+
+/// The token stream of [`ToolTokenizer`]: tokens are computed up front into a reused buffer.
+pub struct ToolTokenStream<'a> {
+    tokens: &'a mut Vec<Token>,
+    next: usize,
+}
+
+impl Tokenizer for ToolTokenizer {
+    type TokenStream<'a> = ToolTokenStream<'a>;
+
+    fn token_stream<'a>(&'a mut self, text: &'a str) -> ToolTokenStream<'a> {
+        self.tokens.clear();
+        let mut position = 0;
+        let mut scratch = WordScratch::default();
+        for_each_term(text, &mut scratch, |term| {
+            self.tokens.push(Token {
+                offset_from: 0,
+                offset_to: 0,
+                position,
+                text: term,
+                position_length: 1,
+            });
+            position += 1;
+        });
+        ToolTokenStream {
+            tokens: &mut self.tokens,
+            next: 0,
+        }
+    }
+}
+
+impl TokenStream for ToolTokenStream<'_> {
+    fn advance(&mut self) -> bool {
+        if self.next < self.tokens.len() {
+            self.next += 1;
+            true
+        } else {
+            false
+        }
+    }
+
+    fn token(&self) -> &Token {
+        &self.tokens[self
+            .next
+            .saturating_sub(1)
+            .min(self.tokens.len().saturating_sub(1))]
+    }
+
+    fn token_mut(&mut self) -> &mut Token {
+        let index = self
+            .next
+            .saturating_sub(1)
+            .min(self.tokens.len().saturating_sub(1));
+        &mut self.tokens[index]
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn words(text: &str) -> Vec<String> {
+        let mut out = Vec::new();
+        for_each_word(text, &mut WordScratch::default(), |w| {
+            out.push(w.to_string())
+        });
+        out
+    }
+
+    #[test]
+    fn compound_identifiers_keep_the_whole_word_and_acronyms() {
+        assert_eq!(words("getURLs"), ["geturls", "get", "urls"]);
+        assert_eq!(words("get_weather"), ["get_weather", "get", "weather"]);
+        assert_eq!(words("HTMLParser"), ["htmlparser", "html", "parser"]);
+        assert_eq!(words("API-get-user"), ["api", "get", "user"]);
+        assert_eq!(words("schedule"), ["schedule"]);
+        assert_eq!(words("v2Api"), ["v2api", "v", "2", "api"]);
+        assert_eq!(words("搜索关键词 abc"), ["搜索关键词", "abc"]);
+    }
+
+    #[test]
+    fn stemmer_follows_r_3_4() {
+        assert_eq!(stem("reminders"), "remind");
+        assert_eq!(stem("scheduling"), "schedul");
+        assert_eq!(stem("schedule"), "schedul");
+        assert_eq!(stem("running"), "run");
+        assert_eq!(stem("calling"), "call");
+        assert_eq!(stem("process"), "process");
+        assert_eq!(stem("news"), "news");
+        assert_eq!(stem("status"), "status");
+        assert_eq!(stem("repositories"), "repository");
+        assert_eq!(stem("use"), "use");
+        assert_eq!(stem("uses"), "use");
+        let mut variants = Vec::new();
+        for_each_stem("policies", |s| variants.push(s));
+        assert_eq!(variants, ["policy", "polici"]);
+    }
+
+    #[test]
+    fn queries_deduplicate_and_expand() {
+        let terms = query_terms("look up the price price");
+        let literal: Vec<_> = terms.iter().filter(|t| t.is_literal()).collect();
+        assert_eq!(literal.len(), 2, "{terms:?}");
+        assert!(
+            terms
+                .iter()
+                .any(|t| t.term == "search" && t.weight == EXPANSION_WEIGHT)
+        );
+        assert!(query_terms("the of and").is_empty());
+        // A literal term keeps full weight even when expansion would add it too.
+        let terms = query_terms("search the web for news");
+        assert!(
+            terms
+                .iter()
+                .filter(|t| t.term == "search" || t.term == "web")
+                .all(|t| t.is_literal())
+        );
+    }
+
+    #[test]
+    fn tokenizer_and_query_path_agree() {
+        let text = "Schedule_recurring reminders for getURLs, policies and running jobs";
+        let mut tokenizer = ToolTokenizer::default();
+        let mut stream = tokenizer.token_stream(text);
+        let mut indexed = Vec::new();
+        while stream.advance() {
+            indexed.push(stream.token().text.clone());
+        }
+        assert_eq!(indexed, document_terms(text));
+        let mut literal: Vec<String> = query_terms(text)
+            .into_iter()
+            .filter(QueryTerm::is_literal)
+            .map(|t| t.term)
+            .collect();
+        literal.sort();
+        let mut distinct = indexed.clone();
+        distinct.sort();
+        distinct.dedup();
+        assert_eq!(literal, distinct);
+    }
+}

@@ -1,0 +1,383 @@
+//! `tool_search` requests: the single and batch forms and their rules (SPEC R-5).
+//!
+//! - `{query, limit?}` → an array of hits; `{queries: [{query, limit?}, …]}` →
+//!   `{results: [{query, candidates, truncated?}], truncated?}` in request order.
+//! - A non-blank scalar `query` next to a non-empty batch runs first with the top-level limit;
+//!   with a non-empty batch and a blank or absent scalar, a non-null top-level `limit` is an
+//!   error; `queries: []` with a non-blank scalar is the scalar form; a blank scalar without a
+//!   batch returns `[]`; neither a scalar nor a non-empty batch is an error.
+//! - At most 16 queries, each ≤ 512 characters, the serialized query list ≤ 512 UTF-8 bytes,
+//!   per-query limits (omitted = default, each clamped to the max) summing to ≤ 50; an invalid
+//!   batch fails as one request.
+//! - Batch responses fit 4,000 characters of compact JSON: descriptions are compacted to 180
+//!   characters; while over budget the lowest-ranked candidate of the largest group is dropped
+//!   and the group and the response are marked `truncated`.
+//!
+//! "Characters" are Unicode scalar values. The parser never panics on any JSON.
+
+use serde::Serialize;
+use serde_json::{Map, Value};
+
+use super::hit::compact_text;
+use super::{Hit, SearchIndex, resolve_limit};
+use crate::config::SearchLimits;
+
+/// Most queries in one batch.
+pub const MAX_QUERIES: usize = 16;
+/// Longest single query, in characters.
+pub const MAX_QUERY_CHARS: usize = 512;
+/// Largest serialized query list, in UTF-8 bytes.
+pub const MAX_QUERY_LIST_BYTES: usize = 512;
+/// Largest sum of per-query limits in one batch.
+pub const MAX_LIMIT_SUM: usize = 50;
+/// Budget of a batch response, in characters of compact JSON.
+pub const BATCH_BUDGET_CHARS: usize = 4_000;
+/// Descriptions in batch candidates are compacted to this many characters.
+pub const BATCH_DESCRIPTION_CHARS: usize = 180;
+
+/// A `tool_search` request that cannot run; the message says how to fix it.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("invalid tool_search request: {0}")]
+pub struct BatchError(pub String);
+
+/// One parsed query with its resolved limit.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct QuerySpec {
+    /// The query text.
+    pub query: String,
+    /// Resolved, clamped limit.
+    pub limit: usize,
+}
+
+/// A parsed `tool_search` request.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Request {
+    /// The single form: answered with an array of hits.
+    Single(QuerySpec),
+    /// A blank scalar without a batch: answered with `[]`.
+    Empty,
+    /// The batch form, in request order (a combined scalar query first).
+    Batch(Vec<QuerySpec>),
+}
+
+/// One group of a batch response.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct BatchGroup {
+    /// The query as given.
+    pub query: String,
+    /// Ranked candidates.
+    pub candidates: Vec<Hit>,
+    /// Set when candidates were dropped to fit the budget.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub truncated: bool,
+}
+
+/// A batch response.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct BatchResponse {
+    /// One group per query, in request order.
+    pub results: Vec<BatchGroup>,
+    /// Set when any group was truncated.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub truncated: bool,
+}
+
+/// What a request yields.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Response {
+    /// The single form's candidate array.
+    Hits(Vec<Hit>),
+    /// The batch form.
+    Batch(BatchResponse),
+}
+
+impl Response {
+    /// The JSON returned to the model.
+    pub fn to_json(&self) -> Value {
+        match self {
+            Response::Hits(hits) => serde_json::to_value(hits).unwrap_or(Value::Null),
+            Response::Batch(batch) => serde_json::to_value(batch).unwrap_or(Value::Null),
+        }
+    }
+}
+
+fn is_blank(text: &str) -> bool {
+    text.trim().is_empty()
+}
+
+fn error(message: impl Into<String>) -> BatchError {
+    BatchError(message.into())
+}
+
+/// Parses a `tool_search` argument object.
+pub fn parse(args: &Value, limits: SearchLimits) -> Result<Request, BatchError> {
+    let Value::Object(map) = args else {
+        return Err(error(
+            "expected an object: {\"query\": \"...\", \"limit\"?: n} or {\"queries\": [{\"query\": \"...\", \"limit\"?: n}, ...]}",
+        ));
+    };
+    for key in map.keys() {
+        if !matches!(key.as_str(), "query" | "limit" | "queries") {
+            return Err(error(format!(
+                "unknown field {key:?}; accepted fields are query, limit and queries"
+            )));
+        }
+    }
+    let scalar = match map.get("query") {
+        None | Some(Value::Null) => None,
+        Some(Value::String(text)) => Some(text.as_str()),
+        Some(other) => {
+            return Err(error(format!(
+                "\"query\" must be a string, got {}",
+                short(other)
+            )));
+        }
+    };
+    let top_limit = map.get("limit");
+    let batch = parse_batch_entries(map, limits)?;
+    let scalar_present = scalar.is_some_and(|q| !is_blank(q));
+
+    match (scalar_present, batch.is_empty()) {
+        (true, true) => Ok(Request::Single(scalar_spec(scalar, top_limit, limits)?)),
+        (false, true) => {
+            if scalar.is_some() {
+                // A blank scalar without a batch: nothing to search for.
+                check_top_limit(top_limit, limits)?;
+                Ok(Request::Empty)
+            } else {
+                Err(error(
+                    "give a non-blank \"query\", or a non-empty \"queries\" list of {\"query\": \"...\"} objects",
+                ))
+            }
+        }
+        (true, false) => {
+            let mut all = vec![scalar_spec(scalar, top_limit, limits)?];
+            all.extend(batch);
+            check_batch(&all)?;
+            Ok(Request::Batch(all))
+        }
+        (false, false) => {
+            if top_limit.is_some_and(|l| !l.is_null()) {
+                return Err(error(
+                    "a top-level \"limit\" applies only to the top-level \"query\"; put limits inside each {\"query\", \"limit\"} entry of \"queries\"",
+                ));
+            }
+            check_batch(&batch)?;
+            Ok(Request::Batch(batch))
+        }
+    }
+}
+
+fn check_top_limit(limit: Option<&Value>, limits: SearchLimits) -> Result<usize, BatchError> {
+    resolve_limit(limit, limits).map_err(|e| error(e.to_string()))
+}
+
+fn scalar_spec(
+    scalar: Option<&str>,
+    limit: Option<&Value>,
+    limits: SearchLimits,
+) -> Result<QuerySpec, BatchError> {
+    let query = scalar.unwrap_or_default().to_string();
+    if query.chars().count() > MAX_QUERY_CHARS {
+        return Err(error(format!(
+            "\"query\" is longer than {MAX_QUERY_CHARS} characters; search for the capability in a few words"
+        )));
+    }
+    Ok(QuerySpec {
+        query,
+        limit: check_top_limit(limit, limits)?,
+    })
+}
+
+fn parse_batch_entries(
+    map: &Map<String, Value>,
+    limits: SearchLimits,
+) -> Result<Vec<QuerySpec>, BatchError> {
+    let entries = match map.get("queries") {
+        None | Some(Value::Null) => return Ok(Vec::new()),
+        Some(Value::Array(entries)) => entries,
+        Some(other) => {
+            return Err(error(format!(
+                "\"queries\" must be an array of {{\"query\": \"...\", \"limit\"?: n}} objects, got {}",
+                short(other)
+            )));
+        }
+    };
+    if entries.len() > MAX_QUERIES {
+        return Err(error(format!(
+            "at most {MAX_QUERIES} queries per request (got {})",
+            entries.len()
+        )));
+    }
+    let mut out = Vec::with_capacity(entries.len());
+    for (i, entry) in entries.iter().enumerate() {
+        let (query, limit) = match entry {
+            // A bare string is accepted as {"query": string}.
+            Value::String(text) => (text.as_str(), None),
+            Value::Object(fields) => {
+                for key in fields.keys() {
+                    if key != "query" && key != "limit" {
+                        return Err(error(format!(
+                            "queries[{i}]: unknown field {key:?}; each entry is {{\"query\": \"...\", \"limit\"?: n}}"
+                        )));
+                    }
+                }
+                match fields.get("query") {
+                    Some(Value::String(text)) => (text.as_str(), fields.get("limit")),
+                    Some(other) => {
+                        return Err(error(format!(
+                            "queries[{i}].query must be a string, got {}",
+                            short(other)
+                        )));
+                    }
+                    None => return Err(error(format!("queries[{i}] has no \"query\""))),
+                }
+            }
+            other => {
+                return Err(error(format!(
+                    "queries[{i}] must be {{\"query\": \"...\", \"limit\"?: n}}, got {}",
+                    short(other)
+                )));
+            }
+        };
+        if is_blank(query) {
+            return Err(error(format!(
+                "queries[{i}].query is blank; remove it or say what capability to find"
+            )));
+        }
+        if query.chars().count() > MAX_QUERY_CHARS {
+            return Err(error(format!(
+                "queries[{i}].query is longer than {MAX_QUERY_CHARS} characters"
+            )));
+        }
+        let limit =
+            resolve_limit(limit, limits).map_err(|e| error(format!("queries[{i}]: {e}")))?;
+        out.push(QuerySpec {
+            query: query.to_string(),
+            limit,
+        });
+    }
+    Ok(out)
+}
+
+fn check_batch(all: &[QuerySpec]) -> Result<(), BatchError> {
+    if all.len() > MAX_QUERIES {
+        return Err(error(format!(
+            "at most {MAX_QUERIES} queries per request, counting the top-level query (got {})",
+            all.len()
+        )));
+    }
+    let list: Vec<&str> = all.iter().map(|q| q.query.as_str()).collect();
+    let bytes = serde_json::to_string(&list)
+        .map(|s| s.len())
+        .unwrap_or(usize::MAX);
+    if bytes > MAX_QUERY_LIST_BYTES {
+        return Err(error(format!(
+            "the queries together take {bytes} bytes as JSON; keep them under {MAX_QUERY_LIST_BYTES} (short English capability phrases work best)"
+        )));
+    }
+    let sum: usize = all.iter().map(|q| q.limit).sum();
+    if sum > MAX_LIMIT_SUM {
+        return Err(error(format!(
+            "the limits add up to {sum}; they may add up to at most {MAX_LIMIT_SUM} (omitted limits count as the default)"
+        )));
+    }
+    Ok(())
+}
+
+fn short(value: &Value) -> String {
+    let text = value.to_string();
+    if text.chars().count() > 60 {
+        format!("{}…", text.chars().take(59).collect::<String>())
+    } else {
+        text
+    }
+}
+
+/// Runs a parsed request against an index.
+pub fn execute(index: &SearchIndex, request: &Request) -> Response {
+    match request {
+        Request::Empty => Response::Hits(Vec::new()),
+        Request::Single(spec) => Response::Hits(index.search(&spec.query, spec.limit)),
+        Request::Batch(specs) => {
+            let results = specs
+                .iter()
+                .map(|spec| BatchGroup {
+                    query: spec.query.clone(),
+                    candidates: index
+                        .search(&spec.query, spec.limit)
+                        .into_iter()
+                        .map(|mut hit| {
+                            hit.description =
+                                compact_text(&hit.description, BATCH_DESCRIPTION_CHARS);
+                            hit
+                        })
+                        .collect(),
+                    truncated: false,
+                })
+                .collect();
+            let mut response = BatchResponse {
+                results,
+                truncated: false,
+            };
+            fit_budget(&mut response, BATCH_BUDGET_CHARS);
+            Response::Batch(response)
+        }
+    }
+}
+
+/// Parses and runs a `tool_search` argument object.
+pub fn run(
+    index: &SearchIndex,
+    args: &Value,
+    limits: SearchLimits,
+) -> Result<Response, BatchError> {
+    Ok(execute(index, &parse(args, limits)?))
+}
+
+fn json_chars<T: Serialize>(value: &T) -> usize {
+    serde_json::to_string(value)
+        .map(|s| s.chars().count())
+        .unwrap_or(usize::MAX)
+}
+
+/// Drops the lowest-ranked candidate of the largest group until the response fits.
+pub fn fit_budget(response: &mut BatchResponse, budget: usize) {
+    // `,"truncated":true` as it appears in a group and in the response.
+    const FLAG: usize = 17;
+    let mut total = json_chars(response);
+    while total > budget {
+        let Some((largest, _)) = response
+            .results
+            .iter()
+            .enumerate()
+            .filter(|(_, g)| !g.candidates.is_empty())
+            // The largest group; the first one on ties, so the result is deterministic.
+            .max_by(|a, b| {
+                a.1.candidates
+                    .len()
+                    .cmp(&b.1.candidates.len())
+                    .then(b.0.cmp(&a.0))
+            })
+        else {
+            break;
+        };
+        let group = &mut response.results[largest];
+        let Some(dropped) = group.candidates.pop() else {
+            break;
+        };
+        total -= json_chars(&dropped) + usize::from(!group.candidates.is_empty());
+        if !group.truncated {
+            group.truncated = true;
+            total += FLAG;
+        }
+        if !response.truncated {
+            response.truncated = true;
+            total += FLAG;
+        }
+        if total <= budget {
+            // Recount once for certainty; the incremental count is exact for our shapes.
+            total = json_chars(response);
+        }
+    }
+}

@@ -1,0 +1,478 @@
+//! The tantivy index of one authorized view and the ranker over it.
+//!
+//! One text field holds the whole bag of words of a tool: name, id, external id, label,
+//! description and — for trusted tools only — parameter names and descriptions from a schema
+//! walk of depth 4 through `properties` and `items`, capped at [`PARAM_NODE_CAP`] nodes.
+//! A `pos` fast field maps every tantivy document back to its place in the view, which is in id
+//! order, so the final tie-break (id) is a comparison of positions.
+//!
+//! Scoring is term-at-a-time over tantivy's postings with its BM25 weights (k1 1.2, b 0.75,
+//! idf `ln(1 + (N - n + 0.5)/(n + 0.5))`), each distinct query term once, multiplied by the
+//! term's weight (1 literal, 0.35 expansion). Doing it term-at-a-time tells us which documents
+//! matched a literal term, which ranks first, in one pass.
+
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+use tantivy::query::Bm25Weight;
+use tantivy::schema::{
+    FAST, Field, INDEXED, IndexRecordOption, Schema, TextFieldIndexing, TextOptions,
+};
+use tantivy::{DocId, Index, IndexReader, Searcher, TantivyDocument, Term};
+
+use super::analyzer::{ANALYZER_NAME, QueryTerm, ToolTokenizer, query_terms};
+use super::hit::{Hints, Hit};
+use crate::catalog::{Descriptor, Fingerprint};
+use crate::policy::Authorized;
+
+/// At most this many schema nodes are walked for one tool's parameter text (R-1.6: untrusted
+/// schemas are never walked at all; trusted ones are bounded too).
+pub const PARAM_NODE_CAP: usize = 512;
+/// Parameter walk depth through `properties` and `items`.
+pub const PARAM_DEPTH: usize = 4;
+
+/// How long building took and what went in (for telemetry and benches).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct IndexStats {
+    /// Documents indexed (allowed catalog tools).
+    pub documents: usize,
+    /// Segments in the built index.
+    pub segments: usize,
+    /// Wall time of the build.
+    pub build_time: Duration,
+}
+
+/// A ranked hit before rendering: the tool's position in the view plus why it ranked there.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RankedHit {
+    /// Position in [`Authorized::tools`] order.
+    pub position: u32,
+    /// BM25 score (0 for an exact match that matched no term).
+    pub score: f32,
+    /// Whether the query equals this tool's id or name.
+    pub exact: bool,
+    /// Whether at least one literal (unexpanded) query term matched.
+    pub literal: bool,
+}
+
+struct SegmentMap {
+    /// Document id in the segment → position in the view.
+    positions: Vec<u32>,
+}
+
+/// The search index of one authorized view. Immutable once built.
+pub struct SearchIndex {
+    view: Authorized,
+    searcher: Searcher,
+    // Kept alive for the searcher's sake.
+    _reader: IndexReader,
+    body: Field,
+    segments: Vec<SegmentMap>,
+    /// Exact id → position (case-sensitive).
+    exact_id: HashMap<String, u32>,
+    /// Lowercased name, id and external id → positions (ascending).
+    exact_folded: HashMap<String, Vec<u32>>,
+    hints: Vec<OnceLock<Arc<Hints>>>,
+    stats: IndexStats,
+}
+
+impl std::fmt::Debug for SearchIndex {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SearchIndex")
+            .field("stats", &self.stats)
+            .finish()
+    }
+}
+
+/// Errors from tantivy while building; they indicate a bug or resource exhaustion, not bad input.
+#[derive(Debug, thiserror::Error)]
+#[error("search index could not be built: {0}")]
+pub struct BuildError(#[from] tantivy::TantivyError);
+
+thread_local! {
+    static SCRATCH: RefCell<Scratch> = RefCell::new(Scratch::default());
+}
+
+#[derive(Default)]
+struct Scratch {
+    scores: Vec<f32>,
+    literal: Vec<bool>,
+    touched: Vec<u32>,
+}
+
+impl SearchIndex {
+    /// Builds the index of `view`: only allowed tools go in.
+    pub fn build(view: &Authorized) -> Result<SearchIndex, BuildError> {
+        let started = Instant::now();
+        let mut schema = Schema::builder();
+        let body = schema.add_text_field(
+            "body",
+            TextOptions::default().set_indexing_options(
+                TextFieldIndexing::default()
+                    .set_tokenizer(ANALYZER_NAME)
+                    .set_index_option(IndexRecordOption::WithFreqs)
+                    .set_fieldnorms(true),
+            ),
+        );
+        let pos_field = schema.add_u64_field("pos", FAST | INDEXED);
+        let index = Index::create_in_ram(schema.build());
+        index
+            .tokenizers()
+            .register(ANALYZER_NAME, ToolTokenizer::default());
+
+        let documents = view.len();
+        // One thread keeps small catalogs in one segment; big ones use both cores.
+        let threads = if documents > 20_000 { 2 } else { 1 };
+        let mut writer = index.writer_with_num_threads::<TantivyDocument>(threads, 400_000_000)?;
+        let mut text = String::new();
+        for (position, tool) in view.tools().enumerate() {
+            text.clear();
+            document_text(tool, &mut text);
+            let mut doc = TantivyDocument::default();
+            doc.add_text(body, &text);
+            doc.add_u64(pos_field, position as u64);
+            writer.add_document(doc)?;
+        }
+        writer.commit()?;
+        drop(writer);
+        let reader = index.reader()?;
+        reader.reload()?;
+        let searcher = reader.searcher();
+
+        let mut segments = Vec::new();
+        for segment in searcher.segment_readers() {
+            let column = segment.fast_fields().u64("pos")?;
+            let positions = (0..segment.max_doc())
+                .map(|doc| column.first(doc).unwrap_or(u64::MAX) as u32)
+                .collect();
+            segments.push(SegmentMap { positions });
+        }
+
+        let mut exact_id = HashMap::with_capacity(documents);
+        let mut exact_folded: HashMap<String, Vec<u32>> = HashMap::with_capacity(documents * 2);
+        for (position, tool) in view.tools().enumerate() {
+            let position = position as u32;
+            exact_id.insert(tool.id.clone(), position);
+            let mut keys = vec![tool.id.to_lowercase(), tool.name.to_lowercase()];
+            if let Some(external) = &tool.external_id {
+                keys.push(external.to_lowercase());
+            }
+            keys.sort();
+            keys.dedup();
+            for key in keys {
+                exact_folded.entry(key).or_default().push(position);
+            }
+        }
+
+        let stats = IndexStats {
+            documents,
+            segments: segments.len(),
+            build_time: started.elapsed(),
+        };
+        Ok(SearchIndex {
+            view: view.clone(),
+            searcher,
+            _reader: reader,
+            body,
+            segments,
+            exact_id,
+            exact_folded,
+            hints: (0..documents).map(|_| OnceLock::new()).collect(),
+            stats,
+        })
+    }
+
+    /// The view this index serves.
+    pub fn view(&self) -> &Authorized {
+        &self.view
+    }
+
+    /// Build statistics.
+    pub fn stats(&self) -> IndexStats {
+        self.stats
+    }
+
+    /// The allowed tool at `position` (view order).
+    pub fn tool(&self, position: u32) -> Option<&Descriptor> {
+        let snapshot_position = *self.view.allowed_positions().get(position as usize)?;
+        self.view.snapshot().tool(snapshot_position)
+    }
+
+    /// Position (view order) of the allowed tool with exactly this id.
+    pub fn position_of(&self, id: &str) -> Option<u32> {
+        self.exact_id.get(id).copied()
+    }
+
+    /// Positions of allowed tools whose id, name or external id equals `key` ignoring case.
+    pub fn folded_matches(&self, key: &str) -> &[u32] {
+        self.exact_folded
+            .get(&key.to_lowercase())
+            .map(Vec::as_slice)
+            .unwrap_or(&[])
+    }
+
+    /// Ranks the allowed tools for `query` and returns at most `limit` of them.
+    pub fn rank(&self, query: &str, limit: usize) -> Vec<RankedHit> {
+        if limit == 0 {
+            return Vec::new();
+        }
+        let trimmed = query.trim();
+        let mut out: Vec<RankedHit> = Vec::new();
+        // Exact matches first: an id (case-sensitive), else names/ids ignoring case.
+        if let Some(&position) = self.exact_id.get(trimmed) {
+            out.push(RankedHit {
+                position,
+                score: 0.0,
+                exact: true,
+                literal: false,
+            });
+        } else {
+            for &position in self.folded_matches(trimmed).iter().take(limit) {
+                out.push(RankedHit {
+                    position,
+                    score: 0.0,
+                    exact: true,
+                    literal: false,
+                });
+            }
+        }
+        let terms = query_terms(trimmed);
+        if terms.is_empty() {
+            return out;
+        }
+        let exact_count = out.len();
+        SCRATCH.with(|scratch| {
+            let mut scratch = scratch.borrow_mut();
+            self.accumulate(&terms, &mut scratch);
+            let Scratch {
+                scores,
+                literal,
+                touched,
+            } = &mut *scratch;
+            let mut candidates: Vec<RankedHit> = touched
+                .iter()
+                .map(|&position| RankedHit {
+                    position,
+                    score: scores[position as usize],
+                    exact: false,
+                    literal: literal[position as usize],
+                })
+                .filter(|hit| {
+                    hit.score > 0.0
+                        && !out[..exact_count]
+                            .iter()
+                            .any(|e| e.position == hit.position)
+                })
+                .collect();
+            for &position in touched.iter() {
+                scores[position as usize] = 0.0;
+                literal[position as usize] = false;
+            }
+            touched.clear();
+            let wanted = limit.saturating_sub(exact_count);
+            let order = |a: &RankedHit, b: &RankedHit| {
+                b.literal
+                    .cmp(&a.literal)
+                    .then(b.score.total_cmp(&a.score))
+                    .then(a.position.cmp(&b.position))
+            };
+            if candidates.len() > wanted && wanted > 0 {
+                candidates.select_nth_unstable_by(wanted - 1, order);
+                candidates.truncate(wanted);
+            }
+            candidates.sort_by(order);
+            candidates.truncate(wanted);
+            out.extend(candidates);
+        });
+        out
+    }
+
+    /// Adds every query term's weighted BM25 contribution into the scratch accumulators.
+    fn accumulate(&self, terms: &[QueryTerm], scratch: &mut Scratch) {
+        let documents = self.stats.documents;
+        if scratch.scores.len() < documents {
+            scratch.scores.resize(documents, 0.0);
+            scratch.literal.resize(documents, false);
+        }
+        let total_docs = documents as u64;
+        let total_tokens: u64 = self
+            .searcher
+            .segment_readers()
+            .iter()
+            .filter_map(|s| s.inverted_index(self.body).ok())
+            .map(|i| i.total_num_tokens())
+            .sum();
+        if total_docs == 0 {
+            return;
+        }
+        let average = total_tokens as f32 / total_docs as f32;
+        for term in terms {
+            let key = Term::from_field_text(self.body, &term.term);
+            let doc_freq = match self.searcher.doc_freq(&key) {
+                Ok(n) if n > 0 => n,
+                _ => continue,
+            };
+            let weight = Bm25Weight::for_one_term_without_explain(doc_freq, total_docs, average)
+                .boost_by(term.weight);
+            let literal = term.is_literal();
+            for (segment, map) in self.searcher.segment_readers().iter().zip(&self.segments) {
+                let Ok(inverted) = segment.inverted_index(self.body) else {
+                    continue;
+                };
+                let Ok(Some(mut postings)) =
+                    inverted.read_postings(&key, IndexRecordOption::WithFreqs)
+                else {
+                    continue;
+                };
+                let Ok(fieldnorms) = segment.get_fieldnorms_reader(self.body) else {
+                    continue;
+                };
+                use tantivy::DocSet;
+                use tantivy::postings::Postings;
+                let mut doc: DocId = postings.doc();
+                while doc != tantivy::TERMINATED {
+                    let Some(&position) = map.positions.get(doc as usize) else {
+                        break;
+                    };
+                    let score = weight.score(fieldnorms.fieldnorm_id(doc), postings.term_freq());
+                    let slot = position as usize;
+                    if slot < scratch.scores.len() {
+                        if scratch.scores[slot] == 0.0 && !scratch.literal[slot] {
+                            scratch.touched.push(position);
+                        }
+                        scratch.scores[slot] += score;
+                        scratch.literal[slot] |= literal;
+                    }
+                    doc = postings.advance();
+                }
+            }
+        }
+    }
+
+    /// Ranks and renders compact hits.
+    pub fn search(&self, query: &str, limit: usize) -> Vec<Hit> {
+        self.rank(query, limit)
+            .into_iter()
+            .filter_map(|ranked| self.hit(ranked.position))
+            .collect()
+    }
+
+    /// The compact hit of the tool at `position`.
+    pub fn hit(&self, position: u32) -> Option<Hit> {
+        let tool = self.tool(position)?;
+        let hints = self.hints(position)?;
+        Some(Hit::new(tool, &hints))
+    }
+
+    /// The signatures of the tool at `position`, rendered once per index.
+    pub(crate) fn hints(&self, position: u32) -> Option<Arc<Hints>> {
+        let tool = self.tool(position)?;
+        let slot = self.hints.get(position as usize)?;
+        Some(slot.get_or_init(|| Arc::new(Hints::for_tool(tool))).clone())
+    }
+}
+
+/// Writes the bag of words of one tool.
+fn document_text(tool: &Descriptor, out: &mut String) {
+    let mut push = |text: &str| {
+        if !text.is_empty() {
+            out.push_str(text);
+            out.push('\n');
+        }
+    };
+    push(&tool.name);
+    push(&tool.id);
+    if let Some(external) = &tool.external_id {
+        push(external);
+    }
+    if let Some(label) = &tool.label {
+        push(label);
+    }
+    push(&tool.description);
+    if tool.is_trusted() {
+        let mut budget = PARAM_NODE_CAP;
+        parameter_text(&tool.input_schema, 1, &mut budget, out);
+    }
+}
+
+/// Parameter names and descriptions through `properties` and `items`, depth ≤ 4, bounded.
+fn parameter_text(schema: &Value, depth: usize, budget: &mut usize, out: &mut String) {
+    if depth > PARAM_DEPTH || *budget == 0 {
+        return;
+    }
+    let Value::Object(map) = schema else {
+        return;
+    };
+    if let Some(Value::Object(properties)) = map.get("properties") {
+        for (name, property) in properties {
+            if *budget == 0 {
+                return;
+            }
+            *budget -= 1;
+            out.push_str(name);
+            out.push('\n');
+            if let Some(Value::String(description)) = property.get("description") {
+                out.push_str(description);
+                out.push('\n');
+            }
+            parameter_text(property, depth + 1, budget, out);
+        }
+    }
+    if let Some(items) = map.get("items") {
+        if *budget > 0 {
+            *budget -= 1;
+            parameter_text(items, depth + 1, budget, out);
+        }
+    }
+}
+
+/// Indexes shared per (snapshot fingerprint, policy fingerprint), built once.
+#[derive(Default)]
+pub struct IndexCache {
+    entries: Mutex<Vec<(Fingerprint, u64, Arc<OnceLock<Arc<SearchIndex>>>)>>,
+}
+
+/// How many (snapshot, policy) indexes a cache keeps.
+const CACHE_CAPACITY: usize = 8;
+
+impl IndexCache {
+    /// An empty cache.
+    pub fn new() -> Self {
+        IndexCache::default()
+    }
+
+    /// The index for `view`, built on first use and shared afterwards.
+    pub fn get(&self, view: &Authorized) -> Result<Arc<SearchIndex>, BuildError> {
+        let (fingerprint, policy) = view.cache_key();
+        let slot = {
+            let mut entries = self
+                .entries
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            if let Some(found) = entries
+                .iter()
+                .position(|(f, p, _)| *f == fingerprint && *p == policy)
+            {
+                let entry = entries.remove(found);
+                let slot = entry.2.clone();
+                entries.push(entry);
+                slot
+            } else {
+                if entries.len() >= CACHE_CAPACITY {
+                    entries.remove(0);
+                }
+                let slot = Arc::new(OnceLock::new());
+                entries.push((fingerprint, policy, slot.clone()));
+                slot
+            }
+        };
+        if let Some(index) = slot.get() {
+            return Ok(index.clone());
+        }
+        let built = Arc::new(SearchIndex::build(view)?);
+        Ok(slot.get_or_init(|| built).clone())
+    }
+}

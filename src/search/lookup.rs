@@ -1,0 +1,290 @@
+//! Describe and lenient name resolution (SPEC R-6).
+//!
+//! Resolution order: exact id; exact name; exact external id; then the lenient forms — a
+//! dotted `owner.name`, a `__`-encoded `owner__name`, an `owner:name` id suffix, and finally a
+//! case-insensitive match of any of those. Each step answers only when it identifies exactly
+//! one tool; more than one distinct tool is an ambiguity error listing the (allowed) candidates
+//! and asking for the id. Nothing resolves to a denied tool, because the index
+//! holds allowed tools only: describing a denied tool answers exactly like an unknown one
+//! suggestions included.
+
+use std::fmt;
+
+use serde::Serialize;
+use serde_json::Value;
+
+use super::{Hit, SearchIndex};
+use crate::catalog::Descriptor;
+
+/// Most did-you-mean suggestions offered for an unknown tool.
+pub const MAX_SUGGESTIONS: usize = 3;
+/// Most candidates listed in an ambiguity error.
+pub const MAX_AMBIGUOUS_LISTED: usize = 10;
+
+/// How a selector resolved.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Resolution {
+    /// Exactly one allowed tool (its position in the view).
+    Found(u32),
+    /// Several allowed tools match; their ids, sorted.
+    Ambiguous(Vec<String>),
+    /// No allowed tool matches.
+    NotFound,
+}
+
+/// A selector that did not resolve to exactly one tool. Its text is what the model sees.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum LookupError {
+    /// Unknown (or denied — indistinguishable by design) tool.
+    #[error("{}", unknown_message(.selector, .suggestions))]
+    Unknown {
+        /// The selector as given.
+        selector: String,
+        /// Up to three allowed ids that look close.
+        suggestions: Vec<String>,
+    },
+    /// Several tools share the name.
+    #[error("{}", ambiguous_message(.selector, .candidates))]
+    Ambiguous {
+        /// The selector as given.
+        selector: String,
+        /// The allowed ids it could mean.
+        candidates: Vec<String>,
+    },
+}
+
+fn unknown_message(selector: &str, suggestions: &[String]) -> String {
+    let mut text = format!("Unknown tool {selector:?}.");
+    if !suggestions.is_empty() {
+        text.push_str(" Did you mean ");
+        text.push_str(
+            &suggestions
+                .iter()
+                .map(|s| format!("{s:?}"))
+                .collect::<Vec<_>>()
+                .join(", "),
+        );
+        text.push('?');
+    }
+    text.push_str(
+        " Use tool_search to find the tool, tool_describe to read its schema, then tool_call it with its exact id.",
+    );
+    text
+}
+
+fn ambiguous_message(selector: &str, candidates: &[String]) -> String {
+    let listed: Vec<String> = candidates
+        .iter()
+        .take(MAX_AMBIGUOUS_LISTED)
+        .map(|c| format!("{c:?}"))
+        .collect();
+    let more = candidates.len().saturating_sub(MAX_AMBIGUOUS_LISTED);
+    let mut text = format!(
+        "{selector:?} is ambiguous: it matches {} tools: {}",
+        candidates.len(),
+        listed.join(", ")
+    );
+    if more > 0 {
+        text.push_str(&format!(" and {more} more"));
+    }
+    text.push_str(". Use the exact id.");
+    text
+}
+
+/// What `tool_describe` returns: the compact hit plus the exact schemas.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Described {
+    /// The compact hit.
+    #[serde(flatten)]
+    pub hit: Hit,
+    /// The exact input schema.
+    pub input_schema: Value,
+    /// The output schema, for trusted tools that declare one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub output_schema: Option<Value>,
+}
+
+impl fmt::Display for Described {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} — {}", self.hit.id, self.hit.description)
+    }
+}
+
+fn one_or_many(index: &SearchIndex, mut positions: Vec<u32>) -> Option<Resolution> {
+    positions.sort_unstable();
+    positions.dedup();
+    match positions.len() {
+        0 => None,
+        1 => Some(Resolution::Found(positions[0])),
+        _ => Some(Resolution::Ambiguous(
+            positions
+                .into_iter()
+                .filter_map(|p| index.tool(p).map(|t| t.id.clone()))
+                .collect(),
+        )),
+    }
+}
+
+fn positions_where(index: &SearchIndex, keep: impl Fn(&Descriptor) -> bool) -> Vec<u32> {
+    index
+        .view()
+        .tools()
+        .enumerate()
+        .filter(|(_, t)| keep(t))
+        .map(|(i, _)| i as u32)
+        .collect()
+}
+
+/// Resolves a tool selector leniently but never ambiguously.
+pub fn resolve(index: &SearchIndex, selector: &str) -> Resolution {
+    let selector = selector.trim();
+    if selector.is_empty() {
+        return Resolution::NotFound;
+    }
+    if let Some(position) = index.position_of(selector) {
+        return Resolution::Found(position);
+    }
+    // Candidates equal ignoring case: the index keeps them per lowercased name/id/external id.
+    let folded = index.folded_matches(selector);
+    let exact_name: Vec<u32> = folded
+        .iter()
+        .copied()
+        .filter(|&p| index.tool(p).is_some_and(|t| t.name == selector))
+        .collect();
+    if let Some(found) = one_or_many(index, exact_name) {
+        return found;
+    }
+    let exact_external: Vec<u32> = folded
+        .iter()
+        .copied()
+        .filter(|&p| {
+            index
+                .tool(p)
+                .is_some_and(|t| t.external_id.as_deref() == Some(selector))
+        })
+        .collect();
+    if let Some(found) = one_or_many(index, exact_external) {
+        return found;
+    }
+    // Lenient forms, case-sensitive first, then ignoring case.
+    for fold in [false, true] {
+        let eq = |a: &str, b: &str| {
+            if fold {
+                a.eq_ignore_ascii_case(b) || a.to_lowercase() == b.to_lowercase()
+            } else {
+                a == b
+            }
+        };
+        let mut matches = Vec::new();
+        for (separator, skip) in [(".", 1), ("__", 2), (":", 1)] {
+            let mut start = 0;
+            while let Some(found) = selector[start..].find(separator) {
+                let split = start + found;
+                let (owner, name) = (&selector[..split], &selector[split + skip..]);
+                if !owner.is_empty() && !name.is_empty() {
+                    matches.extend(positions_where(index, |t| {
+                        eq(&t.owner, owner) && eq(&t.name, name)
+                    }));
+                }
+                start = split + skip;
+            }
+        }
+        if fold {
+            matches.extend(folded.iter().copied());
+        }
+        if let Some(found) = one_or_many(index, matches) {
+            return found;
+        }
+    }
+    Resolution::NotFound
+}
+
+/// Up to three allowed ids close to `selector`: near spellings first, then search hits.
+pub fn suggestions(index: &SearchIndex, selector: &str) -> Vec<String> {
+    let wanted = selector.trim().to_lowercase();
+    let mut scored: Vec<(usize, u32)> = Vec::new();
+    if !wanted.is_empty() {
+        let budget = (wanted.chars().count() / 3).clamp(2, 6);
+        let wanted_len = wanted.chars().count();
+        for (position, tool) in index.view().tools().enumerate() {
+            let mut best = usize::MAX;
+            for key in [
+                Some(tool.name.as_str()),
+                Some(tool.id.as_str()),
+                tool.external_id.as_deref(),
+            ]
+            .into_iter()
+            .flatten()
+            {
+                let len = key.chars().count();
+                if len.abs_diff(wanted_len) > budget {
+                    continue;
+                }
+                let distance = strsim::levenshtein(&key.to_lowercase(), &wanted);
+                best = best.min(distance);
+            }
+            if best <= budget {
+                scored.push((best, position as u32));
+            }
+        }
+    }
+    scored.sort();
+    let mut out: Vec<String> = Vec::new();
+    for (_, position) in scored {
+        if let Some(tool) = index.tool(position) {
+            if !out.contains(&tool.id) {
+                out.push(tool.id.clone());
+            }
+        }
+        if out.len() == MAX_SUGGESTIONS {
+            return out;
+        }
+    }
+    for ranked in index.rank(selector, MAX_SUGGESTIONS * 2) {
+        if let Some(tool) = index.tool(ranked.position) {
+            if !out.contains(&tool.id) {
+                out.push(tool.id.clone());
+            }
+        }
+        if out.len() == MAX_SUGGESTIONS {
+            break;
+        }
+    }
+    out
+}
+
+/// Resolves `selector` to one allowed tool, or the error the model should see.
+pub fn find(index: &SearchIndex, selector: &str) -> Result<u32, LookupError> {
+    match resolve(index, selector) {
+        Resolution::Found(position) => Ok(position),
+        Resolution::Ambiguous(candidates) => Err(LookupError::Ambiguous {
+            selector: selector.to_string(),
+            candidates,
+        }),
+        Resolution::NotFound => Err(LookupError::Unknown {
+            selector: selector.to_string(),
+            suggestions: suggestions(index, selector),
+        }),
+    }
+}
+
+/// `tool_describe`: the compact hit, the exact input schema, and the output schema for
+/// trusted tools.
+pub fn describe(index: &SearchIndex, selector: &str) -> Result<Described, LookupError> {
+    let position = find(index, selector)?;
+    let (Some(tool), Some(hit)) = (index.tool(position), index.hit(position)) else {
+        return Err(LookupError::Unknown {
+            selector: selector.to_string(),
+            suggestions: Vec::new(),
+        });
+    };
+    Ok(Described {
+        hit,
+        input_schema: tool.input_schema.clone(),
+        output_schema: if tool.is_trusted() {
+            tool.output_schema.clone()
+        } else {
+            None
+        },
+    })
+}
