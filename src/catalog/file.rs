@@ -82,26 +82,26 @@ pub fn parse(text: &str, stem: &str, source: Source) -> Option<LoadedFile> {
     // A whole-document JSON array or object; JSON Lines otherwise (a JSONL file whose first
     // line is an object also starts with `{`, so only accept the document form when it parses
     // as one value).
-    if trimmed.starts_with('[') || trimmed.starts_with('{') {
-        if let Ok(document) = serde_json::from_str::<Value>(trimmed) {
-            let entries = match document {
-                Value::Array(items) => items,
-                Value::Object(mut map) => match map.remove("tools") {
-                    Some(Value::Array(items)) => items,
-                    // A single tool object on one line is a one-line JSONL file.
-                    _ if map.contains_key("name") => {
-                        map_to_entries(&mut out, 1, Value::Object(map), stem, source);
-                        return Some(out);
-                    }
-                    _ => return None,
-                },
+    if (trimmed.starts_with('[') || trimmed.starts_with('{'))
+        && let Ok(document) = serde_json::from_str::<Value>(trimmed)
+    {
+        let entries = match document {
+            Value::Array(items) => items,
+            Value::Object(mut map) => match map.remove("tools") {
+                Some(Value::Array(items)) => items,
+                // A single tool object on one line is a one-line JSONL file.
+                _ if map.contains_key("name") => {
+                    map_to_entries(&mut out, 1, Value::Object(map), stem, source);
+                    return Some(out);
+                }
                 _ => return None,
-            };
-            for (number, entry) in entries.into_iter().enumerate() {
-                map_to_entries(&mut out, number + 1, entry, stem, source);
-            }
-            return Some(out);
+            },
+            _ => return None,
+        };
+        for (number, entry) in entries.into_iter().enumerate() {
+            map_to_entries(&mut out, number + 1, entry, stem, source);
         }
+        return Some(out);
     }
     for (number, line) in text.lines().enumerate() {
         let line = line.trim();

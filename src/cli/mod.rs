@@ -186,9 +186,9 @@ pub(crate) fn build_index(args: &CatalogArgs) -> Result<std::sync::Arc<SearchInd
     let snapshot = load_catalog(args)?;
     let policy = load_policy(args)?;
     let view = Authorized::new(snapshot, policy);
-    Ok(IndexCache::new()
+    IndexCache::new()
         .get(&view)
-        .context("building the search index")?)
+        .context("building the search index")
 }
 
 fn search(args: SearchArgs) -> Result<ExitCode> {

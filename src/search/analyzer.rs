@@ -39,7 +39,69 @@ pub const STOP_WORDS: [&str; 59] = [
 
 /// Whether `word` (lowercase) is one of the stop words of.
 pub fn is_stop_word(word: &str) -> bool {
-    word.len() <= 5 && STOP_WORDS.binary_search(&word).is_ok()
+    // A match compiles to a length switch plus short compares: this runs for every word of
+    // every document and query.
+    matches!(
+        word,
+        "a" | "an"
+            | "and"
+            | "are"
+            | "as"
+            | "at"
+            | "be"
+            | "but"
+            | "by"
+            | "can"
+            | "do"
+            | "for"
+            | "from"
+            | "had"
+            | "has"
+            | "have"
+            | "here"
+            | "how"
+            | "i"
+            | "if"
+            | "in"
+            | "into"
+            | "is"
+            | "it"
+            | "its"
+            | "me"
+            | "my"
+            | "no"
+            | "not"
+            | "of"
+            | "on"
+            | "or"
+            | "our"
+            | "so"
+            | "that"
+            | "the"
+            | "their"
+            | "them"
+            | "then"
+            | "there"
+            | "these"
+            | "they"
+            | "this"
+            | "to"
+            | "up"
+            | "us"
+            | "was"
+            | "we"
+            | "were"
+            | "what"
+            | "when"
+            | "where"
+            | "which"
+            | "who"
+            | "why"
+            | "will"
+            | "with"
+            | "you"
+            | "your"
+    )
 }
 
 /// Words ending in `s` that are not plurals: kept whole by the stemmer.
@@ -134,13 +196,16 @@ pub fn for_each_word(text: &str, scratch: &mut WordScratch, mut emit: impl FnMut
 #[derive(Default)]
 pub struct WordScratch {
     lower: String,
+    stem: String,
     parts: Vec<(usize, usize)>,
     chars: Vec<(usize, char)>,
 }
 
 fn lowercase_into(text: &str, out: &mut String) {
     if text.is_ascii() {
-        out.extend(text.bytes().map(|b| b.to_ascii_lowercase() as char));
+        let start = out.len();
+        out.push_str(text);
+        out[start..].make_ascii_lowercase();
     } else {
         for c in text.chars() {
             out.extend(c.to_lowercase());
@@ -154,6 +219,10 @@ fn lowercase_into(text: &str, out: &mut String) {
 /// lowercase letters (`Parser`), or a run of digits. Other characters (e.g. CJK) form no part.
 fn compound_parts(raw: &str, scratch: &mut WordScratch) {
     scratch.parts.clear();
+    // Fast path: a plain lowercase ASCII word (most words of most texts) has one part.
+    if raw.bytes().all(|b| b.is_ascii_lowercase()) {
+        return;
+    }
     for (piece_start, piece) in split_underscores(raw) {
         scratch.chars.clear();
         scratch.chars.extend(piece.char_indices());
@@ -244,11 +313,11 @@ fn char_len(word: &str) -> usize {
     }
 }
 
-/// One pass of the suffix stripper; returns `None` when nothing applies.
-fn strip_one_suffix(token: &str) -> Option<String> {
+/// One pass of the suffix stripper, in place; returns whether anything changed.
+fn strip_one_suffix(token: &mut String) -> bool {
     let length = char_len(token);
-    if length <= 3 || KEPT_WHOLE.contains(&token) {
-        return None;
+    if length <= 3 || KEPT_WHOLE.contains(&token.as_str()) {
+        return false;
     }
     for suffix in SUFFIXES {
         if !token.ends_with(suffix) || length - suffix.len() < 3 {
@@ -258,73 +327,96 @@ fn strip_one_suffix(token: &str) -> Option<String> {
         if suffix == "s" && token.ends_with("ss") {
             continue;
         }
-        let stripped = &token[..token.len() - suffix.len()];
+        token.truncate(token.len() - suffix.len());
         if suffix == "ies" {
-            return Some(format!("{stripped}y"));
+            token.push('y');
+        } else if matches!(suffix, "ing" | "ed" | "er") {
+            undouble(token);
         }
-        if matches!(suffix, "ing" | "ed" | "er") {
-            return Some(undouble(stripped).to_string());
-        }
-        return Some(stripped.to_string());
+        return true;
     }
-    None
+    false
 }
 
 /// "running" strips to "runn": undo a final consonant doubled by inflection, except the
 /// doubles that belong to roots (l, s, f, z).
-fn undouble(token: &str) -> &str {
+fn undouble(token: &mut String) {
     let bytes = token.as_bytes();
     let n = bytes.len();
     if n <= 3 || !token.is_ascii() {
-        return token;
+        return;
     }
     let last = bytes[n - 1];
     if last != bytes[n - 2] || b"lsfzaeiou".contains(&last) || !last.is_ascii_alphabetic() {
-        return token;
+        return;
     }
-    &token[..n - 1]
+    token.truncate(n - 1);
+}
+
+/// Stems `word` into `out` (R-3.4: at most three passes).
+fn stem_into(word: &str, out: &mut String) {
+    out.clear();
+    out.push_str(word);
+    for _ in 0..3 {
+        if !strip_one_suffix(out) {
+            break;
+        }
+    }
 }
 
 /// The light English stemmer of R-3.4 (at most three passes).
 pub fn stem(word: &str) -> String {
-    let mut current = word.to_string();
-    for _ in 0..3 {
-        match strip_one_suffix(&current) {
-            Some(next) if next != current => current = next,
-            _ => break,
-        }
+    let mut out = String::with_capacity(word.len());
+    stem_into(word, &mut out);
+    out
+}
+
+/// Calls `emit` with the stem(s) of one word: two for `-ies` words (both readings), one
+/// otherwise. `buffer` is scratch space.
+fn for_each_stem_in(word: &str, buffer: &mut String, mut emit: impl FnMut(&str)) {
+    if char_len(word) > 4 && word.ends_with("ies") {
+        let base = &word[..word.len() - 3];
+        buffer.clear();
+        buffer.push_str(base);
+        buffer.push('y');
+        emit(buffer);
+        let mut ie = String::with_capacity(base.len() + 2);
+        ie.push_str(base);
+        ie.push_str("ie");
+        stem_into(&ie, buffer);
+        emit(buffer);
+        return;
     }
-    current
+    stem_into(word, buffer);
+    if !buffer.is_empty() {
+        emit(buffer);
+    }
 }
 
 /// Calls `emit` with the stem(s) of one word: two for `-ies` words (both readings), one
 /// otherwise.
 pub fn for_each_stem(word: &str, mut emit: impl FnMut(String)) {
-    if char_len(word) > 4 && word.ends_with("ies") {
-        let base = &word[..word.len() - 3];
-        emit(format!("{base}y"));
-        emit(stem(&format!("{base}ie")));
-        return;
-    }
-    let stemmed = stem(word);
-    if !stemmed.is_empty() {
-        emit(stemmed);
-    }
+    let mut buffer = String::new();
+    for_each_stem_in(word, &mut buffer, |s| emit(s.to_string()));
 }
 
 /// Calls `emit(term)` for every index term of `text` (steps 1–4).
-pub fn for_each_term(text: &str, scratch: &mut WordScratch, mut emit: impl FnMut(String)) {
+pub fn for_each_term(text: &str, scratch: &mut WordScratch, mut emit: impl FnMut(&str)) {
+    let mut buffer = std::mem::take(&mut scratch.stem);
     for_each_word(text, scratch, |word| {
         if !is_stop_word(word) && word.len() <= MAX_TOKEN_BYTES {
-            for_each_stem(word, &mut emit);
+            for_each_stem_in(word, &mut buffer, &mut emit);
         }
     });
+    scratch.stem = buffer;
 }
 
 /// The terms of `text`, as the index sees them.
 pub fn document_terms(text: &str) -> Vec<String> {
     let mut out = Vec::new();
-    for_each_term(text, &mut WordScratch::default(), |t| out.push(t));
+    for_each_term(text, &mut WordScratch::default(), |t| {
+        out.push(t.to_string())
+    });
     out
 }
 
@@ -346,47 +438,77 @@ impl QueryTerm {
 
 /// Singularizes a word for trigger matching: `-ies` → `-y`, and a trailing `s` (not `ss`)
 /// dropped, for words of more than 4 letters.
-fn normalize_trigger(word: &str) -> String {
+fn normalize_trigger(word: &str) -> std::borrow::Cow<'_, str> {
     let length = char_len(word);
     if length > 4 && word.ends_with("ies") {
-        return format!("{}y", &word[..word.len() - 3]);
+        return std::borrow::Cow::Owned(format!("{}y", &word[..word.len() - 3]));
     }
     if length > 4 && word.ends_with('s') && !word.ends_with("ss") {
-        return word[..word.len() - 1].to_string();
+        return std::borrow::Cow::Borrowed(&word[..word.len() - 1]);
     }
-    word.to_string()
+    std::borrow::Cow::Borrowed(word)
+}
+
+/// The expansion table, computed once: singularized trigger → bit set of groups it fires, and
+/// each group's stemmed additions.
+struct ExpansionTable {
+    triggers: std::collections::HashMap<String, u16>,
+    additions: Vec<Vec<String>>,
+}
+
+fn expansion_table() -> &'static ExpansionTable {
+    static TABLE: std::sync::OnceLock<ExpansionTable> = std::sync::OnceLock::new();
+    TABLE.get_or_init(|| {
+        let mut triggers = std::collections::HashMap::new();
+        for (group, (words, _)) in EXPANSIONS.iter().enumerate() {
+            for word in *words {
+                *triggers
+                    .entry(normalize_trigger(word).into_owned())
+                    .or_insert(0u16) |= 1 << group;
+            }
+        }
+        ExpansionTable {
+            triggers,
+            additions: EXPANSIONS
+                .iter()
+                .map(|(_, additions)| additions.iter().map(|a| stem(a)).collect())
+                .collect(),
+        }
+    })
 }
 
 /// Analyzes a query into distinct weighted terms, literal terms first in query order, then
 /// expansion-only terms. Empty when the query has no usable term.
 pub fn query_terms(query: &str) -> Vec<QueryTerm> {
     let mut scratch = WordScratch::default();
+    let mut buffer = String::new();
     let mut terms: Vec<QueryTerm> = Vec::new();
-    let mut triggers: Vec<String> = Vec::new();
+    let table = expansion_table();
+    let mut fired = 0u16;
     for_each_word(query, &mut scratch, |word| {
         if is_stop_word(word) || word.len() > MAX_TOKEN_BYTES {
             return;
         }
-        triggers.push(normalize_trigger(word));
-        for_each_stem(word, |term| {
+        if let Some(groups) = table.triggers.get(normalize_trigger(word).as_ref()) {
+            fired |= groups;
+        }
+        for_each_stem_in(word, &mut buffer, |term| {
             if !terms.iter().any(|t| t.term == term) {
-                terms.push(QueryTerm { term, weight: 1.0 });
+                terms.push(QueryTerm {
+                    term: term.to_string(),
+                    weight: 1.0,
+                });
             }
         });
     });
-    for (group_triggers, additions) in EXPANSIONS {
-        let fired = group_triggers.iter().any(|trigger| {
-            let normalized = normalize_trigger(trigger);
-            triggers.iter().any(|t| *t == normalized)
-        });
-        if !fired {
+    for (group, additions) in table.additions.iter().enumerate() {
+        if fired & (1 << group) == 0 {
             continue;
         }
-        for addition in additions {
-            let term = stem(addition);
-            if !terms.iter().any(|t| t.term == term) {
+        for term in additions {
+            if !terms.iter().any(|t| t.term == *term) {
                 terms.push(QueryTerm {
-                    term,
+                    term: term.clone(),
                     weight: EXPANSION_WEIGHT,
                 });
             }
@@ -396,14 +518,23 @@ pub fn query_terms(query: &str) -> Vec<QueryTerm> {
 }
 
 /// The analyzer as a tantivy tokenizer (steps 1–4), registered under [`ANALYZER_NAME`].
-#[derive(Clone, Default)]
+#[derive(Default)]
 pub struct ToolTokenizer {
     tokens: Vec<Token>,
+    len: usize,
+    scratch: WordScratch,
+}
+
+impl Clone for ToolTokenizer {
+    /// A clone starts with empty buffers: they are scratch space, not state.
+    fn clone(&self) -> Self {
+        ToolTokenizer::default()
+    }
 }
 
 /// The token stream of [`ToolTokenizer`]: tokens are computed up front into a reused buffer.
 pub struct ToolTokenStream<'a> {
-    tokens: &'a mut Vec<Token>,
+    tokens: &'a mut [Token],
     next: usize,
 }
 
@@ -411,21 +542,23 @@ impl Tokenizer for ToolTokenizer {
     type TokenStream<'a> = ToolTokenStream<'a>;
 
     fn token_stream<'a>(&'a mut self, text: &'a str) -> ToolTokenStream<'a> {
-        self.tokens.clear();
-        let mut position = 0;
-        let mut scratch = WordScratch::default();
-        for_each_term(text, &mut scratch, |term| {
-            self.tokens.push(Token {
-                offset_from: 0,
-                offset_to: 0,
-                position,
-                text: term,
-                position_length: 1,
-            });
-            position += 1;
+        // Token buffers are reused across documents: only their strings are overwritten.
+        let mut count = 0;
+        let tokens = &mut self.tokens;
+        for_each_term(text, &mut self.scratch, |term| {
+            if count == tokens.len() {
+                tokens.push(Token::default());
+            }
+            let token = &mut tokens[count];
+            token.text.clear();
+            token.text.push_str(term);
+            token.position = count;
+            token.position_length = 1;
+            count += 1;
         });
+        self.len = count;
         ToolTokenStream {
-            tokens: &mut self.tokens,
+            tokens: &mut self.tokens[..count],
             next: 0,
         }
     }

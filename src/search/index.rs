@@ -17,10 +17,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
-use tantivy::query::Bm25Weight;
-use tantivy::schema::{
-    FAST, Field, INDEXED, IndexRecordOption, Schema, TextFieldIndexing, TextOptions,
-};
+use tantivy::schema::{FAST, Field, IndexRecordOption, Schema, TextFieldIndexing, TextOptions};
 use tantivy::{DocId, Index, IndexReader, Searcher, TantivyDocument, Term};
 
 use super::analyzer::{ANALYZER_NAME, QueryTerm, ToolTokenizer, query_terms};
@@ -33,6 +30,9 @@ use crate::policy::Authorized;
 pub const PARAM_NODE_CAP: usize = 512;
 /// Parameter walk depth through `properties` and `items`.
 pub const PARAM_DEPTH: usize = 4;
+
+/// Positions fit in 31 bits of a ranking key (catalogs are far smaller than 2^31 tools).
+const POSITION_MASK: u32 = 0x7FFF_FFFF;
 
 /// How long building took and what went in (for telemetry and benches).
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -61,12 +61,15 @@ pub struct RankedHit {
 struct SegmentMap {
     /// Document id in the segment → position in the view.
     positions: Vec<u32>,
+    inverted: Arc<tantivy::InvertedIndexReader>,
+    fieldnorms: tantivy::fieldnorm::FieldNormReader,
 }
 
 /// The search index of one authorized view. Immutable once built.
 pub struct SearchIndex {
     view: Authorized,
-    searcher: Searcher,
+    // Holds the segment readers (and their in-RAM files) for the index's life.
+    _searcher: Searcher,
     // Kept alive for the searcher's sake.
     _reader: IndexReader,
     body: Field,
@@ -76,6 +79,9 @@ pub struct SearchIndex {
     /// Lowercased name, id and external id → positions (ascending).
     exact_folded: HashMap<String, Vec<u32>>,
     hints: Vec<OnceLock<Arc<Hints>>>,
+    /// BM25's length normalization per tantivy fieldnorm id:
+    /// `k1 * (1 - b + b * len / avgdl)`, avgdl over allowed tools only.
+    length_norm: [f32; 256],
     stats: IndexStats,
 }
 
@@ -117,15 +123,16 @@ impl SearchIndex {
                     .set_fieldnorms(true),
             ),
         );
-        let pos_field = schema.add_u64_field("pos", FAST | INDEXED);
+        let pos_field = schema.add_u64_field("pos", FAST);
         let index = Index::create_in_ram(schema.build());
         index
             .tokenizers()
             .register(ANALYZER_NAME, ToolTokenizer::default());
 
         let documents = view.len();
-        // One thread keeps small catalogs in one segment; big ones use both cores.
-        let threads = if documents > 20_000 { 2 } else { 1 };
+        // One thread keeps small catalogs in one segment; larger ones index on two threads
+        // (two segments; statistics are summed over segments, positions map back to the view).
+        let threads = if documents > 4_000 { 2 } else { 1 };
         let mut writer = index.writer_with_num_threads::<TantivyDocument>(threads, 400_000_000)?;
         let mut text = String::new();
         for (position, tool) in view.tools().enumerate() {
@@ -148,7 +155,11 @@ impl SearchIndex {
             let positions = (0..segment.max_doc())
                 .map(|doc| column.first(doc).unwrap_or(u64::MAX) as u32)
                 .collect();
-            segments.push(SegmentMap { positions });
+            segments.push(SegmentMap {
+                positions,
+                inverted: segment.inverted_index(body)?,
+                fieldnorms: segment.get_fieldnorms_reader(body)?,
+            });
         }
 
         let mut exact_id = HashMap::with_capacity(documents);
@@ -167,6 +178,12 @@ impl SearchIndex {
             }
         }
 
+        let total_tokens: u64 = segments.iter().map(|s| s.inverted.total_num_tokens()).sum();
+        let average_length = if documents == 0 {
+            1.0
+        } else {
+            total_tokens as f32 / documents as f32
+        };
         let stats = IndexStats {
             documents,
             segments: segments.len(),
@@ -174,13 +191,14 @@ impl SearchIndex {
         };
         Ok(SearchIndex {
             view: view.clone(),
-            searcher,
+            _searcher: searcher,
             _reader: reader,
             body,
             segments,
             exact_id,
             exact_folded,
             hints: (0..documents).map(|_| OnceLock::new()).collect(),
+            length_norm: length_norms(average_length),
             stats,
         })
     }
@@ -252,19 +270,17 @@ impl SearchIndex {
                 literal,
                 touched,
             } = &mut *scratch;
-            let mut candidates: Vec<RankedHit> = touched
+            // One sortable key per candidate, larger is better: literal match (bit 63), then
+            // the score's bits (monotonic for positive floats), then the inverted position so
+            // that the smaller id wins ties.
+            let exact = &out[..exact_count];
+            let mut keys: Vec<u64> = touched
                 .iter()
-                .map(|&position| RankedHit {
-                    position,
-                    score: scores[position as usize],
-                    exact: false,
-                    literal: literal[position as usize],
-                })
-                .filter(|hit| {
-                    hit.score > 0.0
-                        && !out[..exact_count]
-                            .iter()
-                            .any(|e| e.position == hit.position)
+                .filter(|&&p| scores[p as usize] > 0.0 && !exact.iter().any(|e| e.position == p))
+                .map(|&p| {
+                    (u64::from(literal[p as usize]) << 63)
+                        | (u64::from(scores[p as usize].to_bits()) << 31)
+                        | u64::from(POSITION_MASK - (p & POSITION_MASK))
                 })
                 .collect();
             for &position in touched.iter() {
@@ -273,18 +289,17 @@ impl SearchIndex {
             }
             touched.clear();
             let wanted = limit.saturating_sub(exact_count);
-            let order = |a: &RankedHit, b: &RankedHit| {
-                b.literal
-                    .cmp(&a.literal)
-                    .then(b.score.total_cmp(&a.score))
-                    .then(a.position.cmp(&b.position))
-            };
-            if candidates.len() > wanted && wanted > 0 {
-                candidates.select_nth_unstable_by(wanted - 1, order);
-                candidates.truncate(wanted);
+            if keys.len() > wanted && wanted > 0 {
+                keys.select_nth_unstable_by(wanted - 1, |a, b| b.cmp(a));
             }
-            candidates.sort_by(order);
-            candidates.truncate(wanted);
+            keys.truncate(wanted);
+            keys.sort_unstable_by(|a, b| b.cmp(a));
+            let candidates = keys.into_iter().map(|key| RankedHit {
+                position: POSITION_MASK - (key as u32 & POSITION_MASK),
+                score: f32::from_bits((key >> 31) as u32),
+                exact: false,
+                literal: key >> 63 == 1,
+            });
             out.extend(candidates);
         });
         out
@@ -292,54 +307,53 @@ impl SearchIndex {
 
     /// Adds every query term's weighted BM25 contribution into the scratch accumulators.
     fn accumulate(&self, terms: &[QueryTerm], scratch: &mut Scratch) {
+        use tantivy::DocSet;
+        use tantivy::postings::Postings;
+
         let documents = self.stats.documents;
+        if documents == 0 {
+            return;
+        }
         if scratch.scores.len() < documents {
             scratch.scores.resize(documents, 0.0);
             scratch.literal.resize(documents, false);
         }
-        let total_docs = documents as u64;
-        let total_tokens: u64 = self
-            .searcher
-            .segment_readers()
-            .iter()
-            .filter_map(|s| s.inverted_index(self.body).ok())
-            .map(|i| i.total_num_tokens())
-            .sum();
-        if total_docs == 0 {
-            return;
-        }
-        let average = total_tokens as f32 / total_docs as f32;
+        let mut infos: Vec<Option<tantivy::postings::TermInfo>> =
+            Vec::with_capacity(self.segments.len());
         for term in terms {
             let key = Term::from_field_text(self.body, &term.term);
-            let doc_freq = match self.searcher.doc_freq(&key) {
-                Ok(n) if n > 0 => n,
-                _ => continue,
-            };
-            let weight = Bm25Weight::for_one_term_without_explain(doc_freq, total_docs, average)
-                .boost_by(term.weight);
+            infos.clear();
+            let mut doc_freq = 0u64;
+            for segment in &self.segments {
+                let info = segment.inverted.get_term_info(&key).ok().flatten();
+                doc_freq += info.as_ref().map_or(0, |i| u64::from(i.doc_freq));
+                infos.push(info);
+            }
+            if doc_freq == 0 {
+                continue;
+            }
+            // BM25 with the term's query weight folded into the idf factor.
+            let weight = idf(doc_freq, documents as u64) * (1.0 + BM25_K1) * term.weight;
             let literal = term.is_literal();
-            for (segment, map) in self.searcher.segment_readers().iter().zip(&self.segments) {
-                let Ok(inverted) = segment.inverted_index(self.body) else {
-                    continue;
-                };
-                let Ok(Some(mut postings)) =
-                    inverted.read_postings(&key, IndexRecordOption::WithFreqs)
+            for (segment, info) in self.segments.iter().zip(&infos) {
+                let Some(info) = info else { continue };
+                let Ok(mut postings) = segment
+                    .inverted
+                    .read_postings_from_terminfo(info, IndexRecordOption::WithFreqs)
                 else {
                     continue;
                 };
-                let Ok(fieldnorms) = segment.get_fieldnorms_reader(self.body) else {
-                    continue;
-                };
-                use tantivy::DocSet;
-                use tantivy::postings::Postings;
                 let mut doc: DocId = postings.doc();
                 while doc != tantivy::TERMINATED {
-                    let Some(&position) = map.positions.get(doc as usize) else {
+                    let Some(&position) = segment.positions.get(doc as usize) else {
                         break;
                     };
-                    let score = weight.score(fieldnorms.fieldnorm_id(doc), postings.term_freq());
                     let slot = position as usize;
-                    if slot < scratch.scores.len() {
+                    if slot < documents {
+                        let tf = postings.term_freq() as f32;
+                        let norm =
+                            self.length_norm[usize::from(segment.fieldnorms.fieldnorm_id(doc))];
+                        let score = weight * tf / (tf + norm);
                         if scratch.scores[slot] == 0.0 && !scratch.literal[slot] {
                             scratch.touched.push(position);
                         }
@@ -373,6 +387,26 @@ impl SearchIndex {
         let slot = self.hints.get(position as usize)?;
         Some(slot.get_or_init(|| Arc::new(Hints::for_tool(tool))).clone())
     }
+}
+
+/// BM25 term-frequency saturation.
+pub const BM25_K1: f32 = 1.2;
+/// BM25 length normalization.
+pub const BM25_B: f32 = 0.75;
+
+fn length_norms(average_length: f32) -> [f32; 256] {
+    let mut table = [0f32; 256];
+    for (id, slot) in table.iter_mut().enumerate() {
+        let length = tantivy::fieldnorm::FieldNormReader::id_to_fieldnorm(id as u8) as f32;
+        *slot = BM25_K1 * (1.0 - BM25_B + BM25_B * length / average_length.max(f32::MIN_POSITIVE));
+    }
+    table
+}
+
+/// `ln(1 + (N - n + 0.5) / (n + 0.5))`.
+fn idf(doc_freq: u64, documents: u64) -> f32 {
+    let n = doc_freq.min(documents) as f32;
+    (1.0 + (documents as f32 - n + 0.5) / (n + 0.5)).ln()
 }
 
 /// Writes the bag of words of one tool.
@@ -421,18 +455,21 @@ fn parameter_text(schema: &Value, depth: usize, budget: &mut usize, out: &mut St
             parameter_text(property, depth + 1, budget, out);
         }
     }
-    if let Some(items) = map.get("items") {
-        if *budget > 0 {
-            *budget -= 1;
-            parameter_text(items, depth + 1, budget, out);
-        }
+    if let Some(items) = map.get("items")
+        && *budget > 0
+    {
+        *budget -= 1;
+        parameter_text(items, depth + 1, budget, out);
     }
 }
+
+/// (snapshot fingerprint, policy fingerprint, the index once built).
+type CacheEntry = (Fingerprint, u64, Arc<OnceLock<Arc<SearchIndex>>>);
 
 /// Indexes shared per (snapshot fingerprint, policy fingerprint), built once.
 #[derive(Default)]
 pub struct IndexCache {
-    entries: Mutex<Vec<(Fingerprint, u64, Arc<OnceLock<Arc<SearchIndex>>>)>>,
+    entries: Mutex<Vec<CacheEntry>>,
 }
 
 /// How many (snapshot, policy) indexes a cache keeps.

@@ -231,20 +231,20 @@ pub fn suggestions(index: &SearchIndex, selector: &str) -> Vec<String> {
     scored.sort();
     let mut out: Vec<String> = Vec::new();
     for (_, position) in scored {
-        if let Some(tool) = index.tool(position) {
-            if !out.contains(&tool.id) {
-                out.push(tool.id.clone());
-            }
+        if let Some(tool) = index.tool(position)
+            && !out.contains(&tool.id)
+        {
+            out.push(tool.id.clone());
         }
         if out.len() == MAX_SUGGESTIONS {
             return out;
         }
     }
     for ranked in index.rank(selector, MAX_SUGGESTIONS * 2) {
-        if let Some(tool) = index.tool(ranked.position) {
-            if !out.contains(&tool.id) {
-                out.push(tool.id.clone());
-            }
+        if let Some(tool) = index.tool(ranked.position)
+            && !out.contains(&tool.id)
+        {
+            out.push(tool.id.clone());
         }
         if out.len() == MAX_SUGGESTIONS {
             break;

@@ -1,5 +1,15 @@
 //! The one integration-test binary. Each module carries a one-line purpose.
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 
+/// Batch search rules and the response budget.
+mod batch;
+/// Catalog files, snapshots, fingerprints, id clashes.
+mod catalog;
+/// Describe, lenient names, ambiguity and suggestions.
+mod describe;
+/// Fail-closed policy: a denied tool is invisible and cannot move rankings.
+mod policy;
+/// Ranking, seed examples, limits.
+mod search;
 /// Signature rendering through the public API.
 mod signature;

@@ -1,0 +1,234 @@
+use pretty_assertions::assert_eq;
+use proptest::prelude::*;
+use serde_json::{Value, json};
+use toolsearch::catalog::{CatalogSnapshot, Descriptor, Source};
+use toolsearch::config::SearchLimits;
+use toolsearch::policy::{Authorized, Policy};
+use toolsearch::search::SearchIndex;
+use toolsearch::search::batch::{self, BATCH_BUDGET_CHARS, QuerySpec, Request, Response};
+
+fn limits() -> SearchLimits {
+    SearchLimits::default()
+}
+
+fn spec(query: &str, limit: usize) -> QuerySpec {
+    QuerySpec {
+        query: query.into(),
+        limit,
+    }
+}
+
+#[test]
+fn single_and_batch_forms_follow_r_5_2() {
+    let parse = |v: Value| batch::parse(&v, limits());
+    assert_eq!(
+        parse(json!({"query": "mail"})),
+        Ok(Request::Single(spec("mail", 8)))
+    );
+    assert_eq!(
+        parse(json!({"query": "mail", "limit": 3, "queries": []})),
+        Ok(Request::Single(spec("mail", 3)))
+    );
+    assert_eq!(parse(json!({"query": "  "})), Ok(Request::Empty));
+    assert_eq!(
+        parse(
+            json!({"query": "mail", "limit": 2, "queries": [{"query": "cal", "limit": 4}, "web"]})
+        ),
+        Ok(Request::Batch(vec![
+            spec("mail", 2),
+            spec("cal", 4),
+            spec("web", 8)
+        ]))
+    );
+    assert_eq!(
+        parse(json!({"query": "", "queries": [{"query": "cal"}]})),
+        Ok(Request::Batch(vec![spec("cal", 8)]))
+    );
+    let errors = [
+        json!({}),
+        json!({"queries": []}),
+        json!({"query": null}),
+        json!({"queries": [{"query": "cal"}], "limit": 3}),
+        json!({"query": " ", "queries": [{"query": "cal"}], "limit": 3}),
+        json!({"queries": [{"query": " "}]}),
+        json!({"queries": [{"q": "x"}]}),
+        json!({"queries": "x"}),
+        json!({"query": 3}),
+        json!({"query": "x", "limit": 0}),
+        json!({"query": "x", "extra": 1}),
+        json!("x"),
+    ];
+    for value in errors {
+        assert!(parse(value.clone()).is_err(), "{value} should be rejected");
+    }
+}
+
+#[test]
+fn batch_bounds_follow_r_5_3() {
+    let parse = |v: Value| batch::parse(&v, limits());
+    let sixteen: Vec<Value> = (0..16)
+        .map(|i| json!({"query": format!("q{i}"), "limit": 3}))
+        .collect();
+    assert!(parse(json!({"queries": sixteen})).is_ok());
+    let seventeen: Vec<Value> = (0..17)
+        .map(|i| json!({"query": format!("q{i}"), "limit": 1}))
+        .collect();
+    assert!(
+        parse(json!({"queries": seventeen}))
+            .unwrap_err()
+            .to_string()
+            .contains("at most 16")
+    );
+    // 16 in the batch plus a scalar query is 17.
+    let sixteen: Vec<Value> = (0..16)
+        .map(|i| json!({"query": format!("q{i}"), "limit": 1}))
+        .collect();
+    assert!(parse(json!({"query": "x", "limit": 1, "queries": sixteen})).is_err());
+    // Limits sum to at most 50 (omitted limits count as the default, 8).
+    let seven: Vec<Value> = (0..7).map(|i| json!({"query": format!("q{i}")})).collect();
+    assert!(
+        parse(json!({"queries": seven}))
+            .unwrap_err()
+            .to_string()
+            .contains("add up to 56")
+    );
+    let clamped: Vec<Value> = (0..2)
+        .map(|i| json!({"query": format!("q{i}"), "limit": 999}))
+        .collect();
+    assert!(
+        parse(json!({"queries": clamped})).is_ok(),
+        "each limit is clamped to 20 first"
+    );
+    // One query at most 512 characters; the whole list at most 512 bytes.
+    assert!(
+        parse(json!({"queries": [{"query": "é".repeat(512)}]})).is_err(),
+        "1024+ bytes"
+    );
+    assert!(parse(json!({"queries": [{"query": "x".repeat(513)}]})).is_err());
+    assert!(parse(json!({"query": "x".repeat(500)})).is_ok());
+    assert!(
+        parse(json!({"queries": [{"query": "a".repeat(250)}, {"query": "b".repeat(250)}]})).is_ok()
+    );
+    assert!(
+        parse(json!({"queries": [{"query": "a".repeat(260)}, {"query": "b".repeat(260)}]}))
+            .is_err()
+    );
+}
+
+fn wordy_index() -> SearchIndex {
+    let tools = (0..60).map(|i| {
+        Descriptor::new(Source::Plugin, &format!("owner{i}"), &format!("calendar_tool_{i}"))
+            .description(format!(
+                "Calendar tool number {i}: manages events, meetings, invitations and reminders across many accounts with plenty of descriptive text to make the response long enough"
+            ))
+            .input_schema(json!({"type":"object","properties":{"event_id":{"type":"string"}},"required":["event_id"]}))
+    });
+    SearchIndex::build(&Authorized::new(
+        CatalogSnapshot::build(tools),
+        Policy::allow_all(),
+    ))
+    .unwrap()
+}
+
+#[test]
+fn batch_responses_fit_the_budget_by_dropping_the_lowest_ranked_of_the_largest_group() {
+    let index = wordy_index();
+    let request = json!({"queries": [
+        {"query": "calendar events", "limit": 20},
+        {"query": "meetings invitations", "limit": 20},
+        {"query": "reminders", "limit": 5},
+    ]});
+    let Response::Batch(response) = batch::run(&index, &request, limits()).unwrap() else {
+        panic!("batch form expected")
+    };
+    let text = serde_json::to_string(&response).unwrap();
+    assert!(
+        text.chars().count() <= BATCH_BUDGET_CHARS,
+        "{} chars",
+        text.chars().count()
+    );
+    assert!(response.truncated);
+    assert_eq!(response.results.len(), 3, "every query keeps its group");
+    let sizes: Vec<usize> = response
+        .results
+        .iter()
+        .map(|g| g.candidates.len())
+        .collect();
+    // Groups were trimmed from the largest down, so they end up level (±1), the small one intact.
+    assert!(sizes[0].abs_diff(sizes[1]) <= 1, "{sizes:?}");
+    assert!(response.results[0].truncated && response.results[1].truncated);
+    // What remains is a prefix of each query's own ranking.
+    let full = index.search("calendar events", 20);
+    let kept: Vec<&str> = response.results[0]
+        .candidates
+        .iter()
+        .map(|h| h.id.as_str())
+        .collect();
+    let prefix: Vec<&str> = full
+        .iter()
+        .take(kept.len())
+        .map(|h| h.id.as_str())
+        .collect();
+    assert_eq!(kept, prefix);
+    for group in &response.results {
+        for hit in &group.candidates {
+            assert!(hit.description.chars().count() <= 180);
+        }
+    }
+}
+
+#[test]
+fn a_valid_query_that_matches_nothing_gives_an_empty_group() {
+    let index = wordy_index();
+    let request = json!({"queries": [{"query": "calendar", "limit": 1}, {"query": "zzzz qqqq"}]});
+    let Response::Batch(response) = batch::run(&index, &request, limits()).unwrap() else {
+        panic!()
+    };
+    assert_eq!(response.results[1].candidates, vec![]);
+    assert!(!response.truncated);
+    let json = Response::Batch(response).to_json();
+    assert!(
+        json.get("truncated").is_none(),
+        "flags appear only when set: {json}"
+    );
+}
+
+fn arbitrary_json() -> impl Strategy<Value = Value> {
+    let leaf = prop_oneof![
+        Just(Value::Null),
+        any::<bool>().prop_map(Value::from),
+        any::<i64>().prop_map(Value::from),
+        any::<f64>()
+            .prop_map(|f| serde_json::Number::from_f64(f).map_or(Value::Null, Value::Number)),
+        ".{0,40}".prop_map(Value::from),
+        prop_oneof![Just("query"), Just("queries"), Just("limit")].prop_map(Value::from),
+    ];
+    leaf.prop_recursive(4, 64, 8, |inner| {
+        prop_oneof![
+            prop::collection::vec(inner.clone(), 0..8).prop_map(Value::Array),
+            prop::collection::btree_map(
+                prop_oneof![
+                    Just("query".to_string()),
+                    Just("queries".to_string()),
+                    Just("limit".to_string()),
+                    ".{0,8}"
+                ],
+                inner,
+                0..5
+            )
+            .prop_map(|m| Value::Object(m.into_iter().collect())),
+        ]
+    })
+}
+
+proptest! {
+    /// the parser never panics on arbitrary JSON, and whatever it accepts runs.
+    #[test]
+    fn the_batch_parser_never_panics(value in arbitrary_json()) {
+        if let Ok(request) = batch::parse(&value, limits())
+            && let Request::Batch(specs) = &request {
+                prop_assert!(specs.len() <= 16);
+                prop_assert!(specs.iter().map(|s| s.limit).sum::<usize>() <= 50);
+            }
+    }
+}
