@@ -3,7 +3,7 @@
 //!
 //! Modules, in dependency order (each names only types from modules before it):
 //! `config`, `telemetry` → `catalog` (with the [`catalog::Tool`] trait) → `demo` → `policy` →
-//! `signature` → `search` → `cli`. See ARCHITECTURE.md.
+//! `signature` → `search` → `gateway` → `cli`. See ARCHITECTURE.md.
 
 pub mod config;
 pub mod telemetry;
@@ -12,10 +12,13 @@ pub mod catalog;
 pub mod demo;
 pub mod policy;
 pub mod search;
+
+pub mod gateway;
 pub mod signature;
 
 pub mod cli;
 
 pub use catalog::{CatalogSnapshot, Descriptor, Source, Tool};
+pub use gateway::{CallOutcome, Gateway, GatewayBuilder};
 pub use policy::{Authorized, Policy};
 pub use search::{Hit, IndexCache, SearchIndex};

@@ -99,8 +99,7 @@ pub struct Described {
     pub hit: Hit,
     /// The exact input schema.
     pub input_schema: Value,
-    /// The output schema, for trusted tools that declare one.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    /// The output schema, for trusted tools that declare one (`null` otherwise).
     pub output_schema: Option<Value>,
 }
 

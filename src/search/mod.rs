@@ -24,7 +24,7 @@ mod index;
 pub mod lookup;
 
 pub use hit::{Hit, compact_text};
-pub use index::{IndexCache, IndexStats, RankedHit, SearchIndex};
+pub use index::{BuildError, IndexCache, IndexStats, RankedHit, SearchIndex};
 
 use serde_json::Value;
 

@@ -1,12 +1,10 @@
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use pretty_assertions::assert_eq;
 use serde_json::json;
 use toolsearch::catalog::{CatalogIssue, CatalogMode, CatalogSnapshot, Descriptor, Source, file};
 
-pub fn shared() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared")
-}
+use crate::support::shared;
 
 fn real_catalog_files() -> Vec<PathBuf> {
     let mut files = Vec::new();

@@ -11,5 +11,12 @@ mod describe;
 mod policy;
 /// Ranking, seed examples, limits.
 mod search;
+/// Shared helpers: reference data location, running the binary.
+mod support;
+
+/// The command line: JSON shapes and exit codes, through the real binary.
+mod cli;
+/// The call path: shapes, validation, hooks, approvals, timeouts, scheduling, session log.
+mod gateway;
 /// Signature rendering through the public API.
 mod signature;

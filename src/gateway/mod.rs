@@ -1,0 +1,933 @@
+//! The gateway: the one execution path every surface uses to search, describe and call tools
+//! (SPEC R-2.3, R-6, R-7, R-11).
+//!
+//! A [`Gateway`] holds the current catalog snapshot seen through the effective policy, the run
+//! context (agent, profile, sandbox and session ids, schemas visible up front), the hooks and
+//! approval handler, the run's [`Schedule`], counters and the session log. Every final call —
+//! from `tool_call`, a code cell's bridge, directory hydration or MCP serve mode — goes through
+//! [`Gateway::call`], whose stages are, in order:
+//!
+//! ```text
+//! resolve     request shape → (tool, args)          R-6.2, R-6.3, R-7.2, R-7.5
+//! policy      allowed? server up? implemented?      R-2.2, R-2.3, R-7.8
+//! approval    requires_approval → handler decides   R-7.6 (no handler: denied)
+//! hooks       before_tool_call: continue/rewrite/block
+//! validate    trusted input schema; output schema compiled before execution   R-7.3, R-7.4
+//! execute     in a schedule slot, under the tool's timeout (future dropped)   R-7.6, R-7.7
+//! check       trusted output schema on result.details                          R-7.4
+//! envelope    {tool: {id, name, source}, result}                               R-7.1
+//! log         counters, tracing event, session log record                      R-11
+//! ```
+//!
+//! Never does: decide what the model sees (surface) or run guest code (sandbox). A denied tool
+//! answers exactly like an unknown one because resolution only ever sees allowed tools.
+
+mod hooks;
+mod outcome;
+mod request;
+mod schedule;
+mod validate;
+
+pub use hooks::{Approval, ApprovalHandler, BeforeToolCall, GlobApprovals, HookDecision};
+pub use outcome::{CallError, CallOutcome, ClientCall, Envelope, ErrorKind, ToolRef};
+pub use schedule::{Schedule, ScheduleError};
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, RwLock};
+use std::time::{Duration, Instant};
+
+use serde_json::{Map, Value, json};
+
+use crate::catalog::{
+    BoxFuture, CallContext, CatalogSnapshot, Descriptor, Executor, NestedCalls, Source, ToolOutput,
+};
+use crate::config::SearchLimits;
+use crate::policy::{Authorized, Policy};
+use crate::search::{IndexCache, SearchIndex, batch, lookup};
+use crate::signature::input_signature;
+use crate::telemetry::{Counters, SessionLog};
+use request::Target;
+use validate::ValidatorCache;
+
+/// The tool timeout used when a tool declares none.
+pub const DEFAULT_TOOL_TIMEOUT: Duration = Duration::from_secs(30);
+/// Client calls awaiting completion that one gateway remembers.
+pub const MAX_PENDING_CLIENT_CALLS: usize = 1_024;
+/// Final calls remembered for telemetry (R-11.1).
+pub const MAX_REMEMBERED_CALLS: usize = 256;
+
+/// Who is running: the identity calls and logs are attributed to (R-2.1, R-11.1).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RunContext {
+    /// The run id (generated when empty).
+    pub run_id: String,
+    /// The agent id.
+    pub agent: Option<String>,
+    /// The profile (e.g. "default", "local").
+    pub profile: Option<String>,
+    /// The sandbox id.
+    pub sandbox: Option<String>,
+    /// The session id.
+    pub session: Option<String>,
+    /// How many tool schemas the surface showed the model up front (R-11.2).
+    pub schemas_visible_up_front: usize,
+}
+
+/// Knobs of the call path.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct GatewaySettings {
+    /// Timeout of tools that declare none (default 30 s).
+    pub default_timeout: Duration,
+    /// Search limits (R-3.8).
+    pub search_limits: SearchLimits,
+}
+
+impl Default for GatewaySettings {
+    fn default() -> Self {
+        GatewaySettings {
+            default_timeout: DEFAULT_TOOL_TIMEOUT,
+            search_limits: SearchLimits::default(),
+        }
+    }
+}
+
+/// A gateway that could not be built (an internal failure, not bad model input).
+#[derive(Debug, thiserror::Error)]
+pub enum GatewayError {
+    /// The search index could not be built.
+    #[error(transparent)]
+    Index(#[from] crate::search::BuildError),
+}
+
+/// Builds a [`Gateway`].
+pub struct GatewayBuilder {
+    snapshot: CatalogSnapshot,
+    policy: Policy,
+    run: RunContext,
+    settings: GatewaySettings,
+    hooks: Vec<Arc<dyn BeforeToolCall>>,
+    approvals: Option<Arc<dyn ApprovalHandler>>,
+    log: SessionLog,
+    cache: Option<Arc<IndexCache>>,
+    schedule: Option<Schedule>,
+}
+
+impl GatewayBuilder {
+    /// Starts from a snapshot; everything else has safe defaults (allow-all policy, no hooks, no
+    /// approval handler — so tools requiring approval are denied —, a discarding log).
+    pub fn new(snapshot: CatalogSnapshot) -> Self {
+        GatewayBuilder {
+            snapshot,
+            policy: Policy::allow_all(),
+            run: RunContext::default(),
+            settings: GatewaySettings::default(),
+            hooks: Vec::new(),
+            approvals: None,
+            log: SessionLog::discard(),
+            cache: None,
+            schedule: None,
+        }
+    }
+
+    /// The effective policy.
+    pub fn policy(mut self, policy: Policy) -> Self {
+        self.policy = policy;
+        self
+    }
+
+    /// The run context.
+    pub fn run(mut self, run: RunContext) -> Self {
+        self.run = run;
+        self
+    }
+
+    /// Call-path settings.
+    pub fn settings(mut self, settings: GatewaySettings) -> Self {
+        self.settings = settings;
+        self
+    }
+
+    /// Adds a `before_tool_call` hook (run in the order added).
+    pub fn hook(mut self, hook: Arc<dyn BeforeToolCall>) -> Self {
+        self.hooks.push(hook);
+        self
+    }
+
+    /// Sets the approval handler.
+    pub fn approvals(mut self, handler: Arc<dyn ApprovalHandler>) -> Self {
+        self.approvals = Some(handler);
+        self
+    }
+
+    /// Sets the session log.
+    pub fn session_log(mut self, log: SessionLog) -> Self {
+        self.log = log;
+        self
+    }
+
+    /// Shares an index cache with other gateways (indexes are per snapshot and policy).
+    pub fn index_cache(mut self, cache: Arc<IndexCache>) -> Self {
+        self.cache = Some(cache);
+        self
+    }
+
+    /// Shares a schedule (one per run: every surface and code cell of a run uses the same).
+    pub fn schedule(mut self, schedule: Schedule) -> Self {
+        self.schedule = Some(schedule);
+        self
+    }
+
+    /// Builds the gateway (and the search index, unless the cache has it).
+    pub fn build(self) -> Result<Gateway, GatewayError> {
+        let cache = self.cache.unwrap_or_default();
+        let mut run = self.run;
+        if run.run_id.is_empty() {
+            run.run_id = format!("run-{:x}", fresh_id());
+        }
+        let state = State::new(&cache, self.snapshot, self.policy)?;
+        let gateway = Gateway {
+            inner: Arc::new(Inner {
+                state: RwLock::new(Arc::new(state)),
+                cache,
+                run,
+                settings: self.settings,
+                hooks: self.hooks,
+                approvals: self.approvals,
+                log: self.log,
+                counters: Counters::default(),
+                schedule: self.schedule.unwrap_or_default(),
+                outages: RwLock::new(HashMap::new()),
+                pending: Mutex::new(Vec::new()),
+                finals: Mutex::new(Vec::new()),
+            }),
+        };
+        gateway.log_run_start();
+        Ok(gateway)
+    }
+}
+
+fn fresh_id() -> u64 {
+    static NEXT: AtomicU64 = AtomicU64::new(1);
+    let n = NEXT.fetch_add(1, Ordering::Relaxed);
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos() as u64);
+    nanos.rotate_left(17) ^ (u64::from(std::process::id()) << 32) ^ n
+}
+
+/// Snapshot-dependent state, swapped whole when the catalog or policy changes.
+struct State {
+    index: Arc<SearchIndex>,
+    validators: ValidatorCache,
+}
+
+impl State {
+    fn new(
+        cache: &IndexCache,
+        snapshot: CatalogSnapshot,
+        policy: Policy,
+    ) -> Result<State, GatewayError> {
+        let view = Authorized::new(snapshot, policy);
+        let index = cache.get(&view)?;
+        let validators = ValidatorCache::new(index.view().len());
+        Ok(State { index, validators })
+    }
+}
+
+struct Pending {
+    call_id: String,
+    tool: ToolRef,
+    started: Instant,
+}
+
+struct Inner {
+    state: RwLock<Arc<State>>,
+    cache: Arc<IndexCache>,
+    run: RunContext,
+    settings: GatewaySettings,
+    hooks: Vec<Arc<dyn BeforeToolCall>>,
+    approvals: Option<Arc<dyn ApprovalHandler>>,
+    log: SessionLog,
+    counters: Counters,
+    schedule: Schedule,
+    /// MCP servers (owners) known to be down, with the reason (R-7.8).
+    outages: RwLock<HashMap<String, String>>,
+    pending: Mutex<Vec<Pending>>,
+    /// (tool id, source) of final calls, most recent last (bounded).
+    finals: Mutex<Vec<(String, Source)>>,
+}
+
+/// The gateway of one run. Cheap to clone; clones share everything.
+#[derive(Clone)]
+pub struct Gateway {
+    inner: Arc<Inner>,
+}
+
+impl std::fmt::Debug for Gateway {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Gateway")
+            .field("run_id", &self.inner.run.run_id)
+            .finish_non_exhaustive()
+    }
+}
+
+/// A stage's early exit: the outcome to return.
+type Stage<T> = Result<T, CallOutcome>;
+
+fn fail<T>(kind: ErrorKind, tool: Option<&Descriptor>, message: impl Into<String>) -> Stage<T> {
+    Err(CallOutcome::Failed(CallError::new(
+        kind,
+        tool.map(|t| t.id.as_str()),
+        message,
+    )))
+}
+
+fn tool_ref(tool: &Descriptor) -> ToolRef {
+    ToolRef {
+        id: tool.id.clone(),
+        name: tool.name.clone(),
+        source: tool.source,
+    }
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+impl Gateway {
+    /// A gateway over `snapshot` with default settings and an allow-all policy.
+    pub fn builder(snapshot: CatalogSnapshot) -> GatewayBuilder {
+        GatewayBuilder::new(snapshot)
+    }
+
+    fn state(&self) -> Arc<State> {
+        self.inner
+            .state
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone()
+    }
+
+    /// The search index of the current snapshot and policy (allowed tools only).
+    pub fn index(&self) -> Arc<SearchIndex> {
+        self.state().index.clone()
+    }
+
+    /// The allowed view of the current snapshot.
+    pub fn view(&self) -> Authorized {
+        self.state().index.view().clone()
+    }
+
+    /// The run context.
+    pub fn run(&self) -> &RunContext {
+        &self.inner.run
+    }
+
+    /// The run's schedule (share it with other gateways of the same run).
+    pub fn schedule(&self) -> &Schedule {
+        &self.inner.schedule
+    }
+
+    /// The session log.
+    pub fn session_log(&self) -> &SessionLog {
+        &self.inner.log
+    }
+
+    /// Search limits in force.
+    pub fn search_limits(&self) -> SearchLimits {
+        self.inner.settings.search_limits
+    }
+
+    /// Replaces the catalog (e.g. an MCP server changed its tools). Calls already running keep
+    /// the snapshot they started with; later calls see only the new one (R-2.3).
+    pub fn replace_snapshot(&self, snapshot: CatalogSnapshot) -> Result<(), GatewayError> {
+        let policy = self.state().index.view().policy().clone();
+        let state = State::new(&self.inner.cache, snapshot, policy)?;
+        *self
+            .inner
+            .state
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = Arc::new(state);
+        Ok(())
+    }
+
+    /// Records that the MCP server `owner` failed; its tools answer with R-7.8's message.
+    pub fn mark_server_failed(&self, owner: &str, reason: &str) {
+        self.inner
+            .outages
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .insert(owner.to_string(), reason.to_string());
+    }
+
+    /// Clears a server failure recorded by [`Gateway::mark_server_failed`].
+    pub fn mark_server_recovered(&self, owner: &str) {
+        self.inner
+            .outages
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .remove(owner);
+    }
+
+    /// `tool_search` (R-3, R-5): a single query or a batch. Never takes a schedule slot.
+    pub fn search(&self, args: &Value) -> Result<Value, CallError> {
+        let started = Instant::now();
+        let state = self.state();
+        Counters::bump(&self.inner.counters.searches);
+        let response = batch::run(&state.index, args, self.inner.settings.search_limits)
+            .map_err(|e| CallError::new(ErrorKind::BadRequest, None, e.to_string()));
+        let (queries, results) = match &response {
+            Ok(batch::Response::Hits(hits)) => (1, hits.len()),
+            Ok(batch::Response::Batch(b)) => (
+                b.results.len(),
+                b.results.iter().map(|g| g.candidates.len()).sum(),
+            ),
+            Err(_) => (0, 0),
+        };
+        Counters::add(&self.inner.counters.queries, queries as u64);
+        let mut fields = self.base_fields();
+        fields.insert("queries".into(), json!(queries));
+        fields.insert("results".into(), json!(results));
+        fields.insert("ok".into(), json!(response.is_ok()));
+        fields.insert(
+            "duration_us".into(),
+            json!(started.elapsed().as_micros() as u64),
+        );
+        self.inner.log.record("search", fields);
+        tracing::debug!(queries, results, "tool_search");
+        response.map(|r| r.to_json())
+    }
+
+    /// `tool_describe` (R-6): `{id}`, `{name}` or a bare string selector.
+    pub fn describe(&self, args: &Value) -> Result<Value, CallError> {
+        Counters::bump(&self.inner.counters.describes);
+        let selector = match args {
+            Value::String(s) => Some(s.as_str()),
+            Value::Object(map) => ["id", "toolId", "tool_id", "tool", "name"]
+                .iter()
+                .find_map(|k| map.get(*k).and_then(Value::as_str)),
+            _ => None,
+        };
+        let state = self.state();
+        let result = match selector {
+            None => Err(CallError::new(
+                ErrorKind::BadRequest,
+                None,
+                "tool_describe takes {\"id\": \"<tool id from tool_search>\"}",
+            )),
+            Some(selector) => match lookup::describe(&state.index, selector) {
+                Ok(described) => Ok(serde_json::to_value(&described).unwrap_or(Value::Null)),
+                Err(error) => {
+                    // A direct-only tool is described too: the model may ask about it.
+                    match state.index.view().get_direct(selector.trim()) {
+                        Some(direct) => Ok(json!({
+                            "id": direct.id,
+                            "name": direct.name,
+                            "source": direct.source,
+                            "owner": direct.owner,
+                            "description": direct.description,
+                            "direct": true,
+                            "input_schema": direct.input_schema,
+                        })),
+                        None => Err(CallError::new(
+                            match error {
+                                lookup::LookupError::Ambiguous { .. } => ErrorKind::Ambiguous,
+                                lookup::LookupError::Unknown { .. } => ErrorKind::UnknownTool,
+                            },
+                            None,
+                            error.to_string(),
+                        )),
+                    }
+                }
+            },
+        };
+        let mut fields = self.base_fields();
+        fields.insert(
+            "tool_id".into(),
+            json!(result.as_ref().ok().and_then(|v| v.get("id")).cloned()),
+        );
+        fields.insert("ok".into(), json!(result.is_ok()));
+        self.inner.log.record("describe", fields);
+        result
+    }
+
+    /// `tool_call` (R-7): runs the request through every stage of the call path.
+    pub async fn call(&self, request: &Value) -> CallOutcome {
+        let started = Instant::now();
+        let state = self.state();
+        Counters::bump(&self.inner.counters.calls);
+        let (outcome, tool) = match self.stages(&state, request).await {
+            Ok((envelope, tool)) => (CallOutcome::Done(envelope), Some(tool)),
+            Err((outcome, tool)) => (outcome, tool),
+        };
+        self.log_call(&outcome, tool.as_ref(), started);
+        outcome
+    }
+
+    /// Calls `id` with `args` (shorthand for `call(&{"id": id, "args": args})`).
+    pub async fn call_tool(&self, id: &str, args: Value) -> CallOutcome {
+        self.call(&json!({"id": id, "args": args})).await
+    }
+
+    async fn stages(
+        &self,
+        state: &Arc<State>,
+        request: &Value,
+    ) -> Result<(Envelope, ToolRef), (CallOutcome, Option<ToolRef>)> {
+        // resolve
+        let parsed =
+            request::parse(&state.index, request).map_err(|e| (CallOutcome::Failed(e), None))?;
+        let position = match parsed.target {
+            Target::Catalog(position) => position,
+            Target::Direct(id) => {
+                let name = state
+                    .index
+                    .view()
+                    .get_direct(&id)
+                    .map(|d| d.name.clone())
+                    .unwrap_or_else(|| id.clone());
+                return Err((
+                    CallOutcome::Failed(CallError::new(
+                        ErrorKind::DirectOnly,
+                        Some(&id),
+                        format!(
+                            "{id} is a direct tool, not a catalog tool: call it directly as the tool {name:?} with its own arguments, not through tool_call."
+                        ),
+                    )),
+                    None,
+                ));
+            }
+        };
+        let Some(tool) = state.index.tool(position) else {
+            return Err((
+                CallOutcome::Failed(CallError::new(
+                    ErrorKind::UnknownTool,
+                    None,
+                    "the tool is no longer in the catalog; search again",
+                )),
+                None,
+            ));
+        };
+        let reference = tool_ref(tool);
+        let wrap = |outcome: CallOutcome| (outcome, Some(reference.clone()));
+        let args = parsed.args;
+
+        self.policy_stage(state, tool).map_err(wrap)?;
+        self.approval_stage(tool, &args).await.map_err(wrap)?;
+        let args = self.hook_stage(tool, args).await.map_err(wrap)?;
+
+        if tool.source == Source::Client || matches!(tool.executor, Executor::Client) {
+            return Err(wrap(self.client_stage(tool, args)));
+        }
+
+        let output_validator = self
+            .validate_stage(state, position, tool, &args)
+            .map_err(wrap)?;
+        let output = self.execute_stage(tool, args).await.map_err(wrap)?;
+        self.check_stage(tool, output_validator.as_deref(), &output)
+            .map_err(wrap)?;
+        Ok((
+            Envelope {
+                tool: reference.clone(),
+                result: output,
+            },
+            reference,
+        ))
+    }
+
+    /// policy: allowed (again — fail closed), implemented, server up.
+    fn policy_stage(&self, state: &State, tool: &Descriptor) -> Stage<()> {
+        if !state.index.view().policy().allows(tool) {
+            // Unreachable through resolution (the index holds allowed tools only); kept so a
+            // future change cannot turn a denied tool into a callable one.
+            return fail(
+                ErrorKind::UnknownTool,
+                None,
+                lookup::LookupError::Unknown {
+                    selector: tool.id.clone(),
+                    suggestions: Vec::new(),
+                }
+                .to_string(),
+            );
+        }
+        if tool.source == Source::Mcp {
+            let outages = self
+                .inner
+                .outages
+                .read()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            if let Some(reason) = outages.get(&tool.owner) {
+                return fail(
+                    ErrorKind::ServerUnavailable,
+                    Some(tool),
+                    format!(
+                        "The MCP server {:?} is unavailable ({reason}), so {} cannot be called in this run. Do not retry it and do not search for it again; tell the user the server is down or use a different capability.",
+                        tool.owner, tool.id
+                    ),
+                );
+            }
+        }
+        if matches!(tool.executor, Executor::Unavailable) && tool.source != Source::Client {
+            return fail(
+                ErrorKind::Unavailable,
+                Some(tool),
+                format!(
+                    "{} has no implementation in this gateway (it was loaded from a catalog file); it can be searched and described but not called",
+                    tool.id
+                ),
+            );
+        }
+        Ok(())
+    }
+
+    /// approval: tools that require it run only when a handler approves (none: denied).
+    async fn approval_stage(&self, tool: &Descriptor, args: &Value) -> Stage<()> {
+        if !tool.requires_approval {
+            return Ok(());
+        }
+        let decision = match &self.inner.approvals {
+            Some(handler) => handler.approve(tool, args).await,
+            None => Approval::Denied("no approval handler is configured for this run".into()),
+        };
+        match decision {
+            Approval::Approved => Ok(()),
+            Approval::Denied(reason) => fail(
+                ErrorKind::ApprovalDenied,
+                Some(tool),
+                format!(
+                    "{} requires approval and was not approved: {reason}. Do not retry; ask the user to approve it.",
+                    tool.id
+                ),
+            ),
+        }
+    }
+
+    /// hooks: each `before_tool_call` hook may rewrite the arguments or block.
+    async fn hook_stage(&self, tool: &Descriptor, mut args: Value) -> Stage<Value> {
+        for hook in &self.inner.hooks {
+            match hook.before_call(tool, &args).await {
+                HookDecision::Continue => {}
+                HookDecision::Rewrite(new_args) => args = new_args,
+                HookDecision::Block(reason) => {
+                    return fail(
+                        ErrorKind::BlockedByHook,
+                        Some(tool),
+                        format!("{} was blocked by policy: {reason}", tool.id),
+                    );
+                }
+            }
+        }
+        Ok(args)
+    }
+
+    /// A client tool: hand it back to the caller (never executed here).
+    fn client_stage(&self, tool: &Descriptor, args: Value) -> CallOutcome {
+        let call_id = format!("client-{:x}", fresh_id());
+        let mut pending = lock(&self.inner.pending);
+        if pending.len() >= MAX_PENDING_CLIENT_CALLS {
+            pending.remove(0);
+        }
+        pending.push(Pending {
+            call_id: call_id.clone(),
+            tool: tool_ref(tool),
+            started: Instant::now(),
+        });
+        Counters::bump(&self.inner.counters.client_calls);
+        CallOutcome::ClientCallRequired(ClientCall {
+            call_id,
+            tool: tool_ref(tool),
+            args,
+        })
+    }
+
+    /// validate: trusted input schema (after hooks); output schema compiled before execution.
+    fn validate_stage(
+        &self,
+        state: &State,
+        position: u32,
+        tool: &Descriptor,
+        args: &Value,
+    ) -> Stage<Option<Arc<jsonschema::Validator>>> {
+        if !tool.is_trusted() {
+            return Ok(None);
+        }
+        if !args.is_object() {
+            return fail(
+                ErrorKind::InvalidArguments,
+                Some(tool),
+                format!(
+                    "arguments for {} must be an object; expected input: {}",
+                    tool.id,
+                    input_signature(&tool.input_schema).text
+                ),
+            );
+        }
+        let validator = match state
+            .validators
+            .input(position as usize, &tool.input_schema)
+        {
+            Ok(validator) => validator,
+            Err(problem) => {
+                return fail(
+                    ErrorKind::BrokenSchema,
+                    Some(tool),
+                    format!(
+                        "{} cannot be called: {problem}. This is a defect in the tool, not in your arguments; use another tool.",
+                        tool.id
+                    ),
+                );
+            }
+        };
+        let problems = validate::problems(&validator, &tool.input_schema, args);
+        if !problems.is_empty() {
+            let signature = input_signature(&tool.input_schema).text;
+            return fail(
+                ErrorKind::InvalidArguments,
+                Some(tool),
+                validate::render(&tool.id, &problems, &signature),
+            );
+        }
+        let Some(schema) = &tool.output_schema else {
+            return Ok(None);
+        };
+        match state.validators.output(position as usize, schema) {
+            Ok(validator) => Ok(Some(validator)),
+            Err(problem) => fail(
+                ErrorKind::BrokenSchema,
+                Some(tool),
+                format!(
+                    "{} cannot be called: {problem}. Nothing was run; use another tool.",
+                    tool.id
+                ),
+            ),
+        }
+    }
+
+    /// execute: in a schedule slot, under the tool's timeout; the future is dropped on expiry.
+    async fn execute_stage(&self, tool: &Descriptor, args: Value) -> Stage<ToolOutput> {
+        let Executor::Tool(body) = &tool.executor else {
+            return fail(
+                ErrorKind::Unavailable,
+                Some(tool),
+                format!("{} has no implementation in this gateway", tool.id),
+            );
+        };
+        let timeout = tool.timeout.unwrap_or(self.inner.settings.default_timeout);
+        let context = CallContext {
+            tool_id: tool.id.clone(),
+            run_id: self.inner.run.run_id.clone(),
+            nested: Some(Arc::new(Nested {
+                gateway: self.clone(),
+            })),
+        };
+        let run = tokio::time::timeout(timeout, body.call(&context, args));
+        match self
+            .inner
+            .schedule
+            .run(&tool.id, tool.execution_mode, run)
+            .await
+        {
+            Err(reentrant) => fail(ErrorKind::Reentrancy, Some(tool), reentrant.to_string()),
+            Ok(Err(_elapsed)) => fail(
+                ErrorKind::Timeout,
+                Some(tool),
+                format!(
+                    "{} timed out after {} ms and was cancelled",
+                    tool.id,
+                    timeout.as_millis()
+                ),
+            ),
+            Ok(Ok(Err(error))) => fail(
+                ErrorKind::ToolFailed,
+                Some(tool),
+                format!("{} failed: {}", tool.id, error.message),
+            ),
+            Ok(Ok(Ok(output))) => Ok(output),
+        }
+    }
+
+    /// check: the result's details against the trusted output schema.
+    fn check_stage(
+        &self,
+        tool: &Descriptor,
+        validator: Option<&jsonschema::Validator>,
+        output: &ToolOutput,
+    ) -> Stage<()> {
+        let (Some(validator), Some(schema)) = (validator, &tool.output_schema) else {
+            return Ok(());
+        };
+        let details = output.details.as_ref().unwrap_or(&Value::Null);
+        let problems = validate::problems(validator, schema, details);
+        if problems.is_empty() {
+            return Ok(());
+        }
+        let listed: Vec<String> = problems
+            .iter()
+            .map(|p| format!("{}: {}", p.path, p.reason))
+            .collect();
+        fail(
+            ErrorKind::InvalidOutput,
+            Some(tool),
+            format!(
+                "{} returned a result that breaks its output schema ({}); the result was discarded",
+                tool.id,
+                listed.join("; ")
+            ),
+        )
+    }
+
+    /// Completes a client call handed out as [`CallOutcome::ClientCallRequired`].
+    pub fn complete_client_call(
+        &self,
+        call_id: &str,
+        result: Result<Value, String>,
+    ) -> CallOutcome {
+        let pending = {
+            let mut pending = lock(&self.inner.pending);
+            pending
+                .iter()
+                .position(|p| p.call_id == call_id)
+                .map(|i| pending.remove(i))
+        };
+        let Some(pending) = pending else {
+            return CallOutcome::Failed(CallError::new(
+                ErrorKind::BadRequest,
+                None,
+                format!("no pending client call {call_id:?}"),
+            ));
+        };
+        let outcome = match result {
+            Ok(details) => CallOutcome::Done(Envelope {
+                tool: pending.tool.clone(),
+                result: ToolOutput::json(details),
+            }),
+            Err(message) => CallOutcome::Failed(CallError::new(
+                ErrorKind::ToolFailed,
+                Some(&pending.tool.id),
+                format!("{} failed: {message}", pending.tool.id),
+            )),
+        };
+        self.log_call(&outcome, Some(&pending.tool), pending.started);
+        outcome
+    }
+
+    fn base_fields(&self) -> Map<String, Value> {
+        let mut fields = Map::new();
+        fields.insert("run_id".into(), json!(self.inner.run.run_id));
+        fields
+    }
+
+    fn log_run_start(&self) {
+        let state = self.state();
+        let view = state.index.view();
+        let mut sources: HashMap<&'static str, usize> = HashMap::new();
+        for tool in view.tools() {
+            *sources.entry(tool.source.as_str()).or_default() += 1;
+        }
+        let run = &self.inner.run;
+        let mut fields = self.base_fields();
+        fields.insert("agent".into(), json!(run.agent));
+        fields.insert("profile".into(), json!(run.profile));
+        fields.insert("sandbox".into(), json!(run.sandbox));
+        fields.insert("session".into(), json!(run.session));
+        fields.insert("catalog_size".into(), json!(view.len()));
+        fields.insert("direct_only".into(), json!(view.direct_only().len()));
+        fields.insert("sources".into(), json!(sources));
+        fields.insert(
+            "schemas_visible_up_front".into(),
+            json!(run.schemas_visible_up_front),
+        );
+        fields.insert(
+            "snapshot".into(),
+            json!(view.snapshot().fingerprint().to_string()),
+        );
+        self.inner.log.record("run_start", fields);
+    }
+
+    fn log_call(&self, outcome: &CallOutcome, tool: Option<&ToolRef>, started: Instant) {
+        let elapsed = started.elapsed();
+        let (status, kind) = match outcome {
+            CallOutcome::Done(_) => ("ok", None),
+            CallOutcome::ClientCallRequired(_) => ("client_call_required", None),
+            CallOutcome::Failed(error) => {
+                Counters::bump(&self.inner.counters.call_errors);
+                ("error", Some(error.kind))
+            }
+        };
+        if let (Some(tool), CallOutcome::Done(_)) = (tool, outcome) {
+            let mut finals = lock(&self.inner.finals);
+            if finals.len() >= MAX_REMEMBERED_CALLS {
+                finals.remove(0);
+            }
+            finals.push((tool.id.clone(), tool.source));
+        }
+        let mut fields = self.base_fields();
+        fields.insert("tool_id".into(), json!(tool.map(|t| t.id.as_str())));
+        fields.insert("source".into(), json!(tool.map(|t| t.source)));
+        fields.insert("trusted".into(), json!(tool.map(|t| t.source.is_trusted())));
+        fields.insert("status".into(), json!(status));
+        fields.insert("error_kind".into(), json!(kind));
+        fields.insert("duration_us".into(), json!(elapsed.as_micros() as u64));
+        self.inner.log.record("call", fields);
+        tracing::debug!(
+            tool_id = tool.map(|t| t.id.as_str()).unwrap_or("-"),
+            status,
+            duration_us = elapsed.as_micros() as u64,
+            "tool_call"
+        );
+    }
+
+    /// Per-run telemetry (R-11.1): catalog size and sources, schemas up front, counters, final
+    /// tool ids and sources.
+    pub fn telemetry(&self) -> Value {
+        let state = self.state();
+        let view = state.index.view();
+        let mut sources: HashMap<&'static str, usize> = HashMap::new();
+        for tool in view.tools() {
+            *sources.entry(tool.source.as_str()).or_default() += 1;
+        }
+        let finals: Vec<Value> = lock(&self.inner.finals)
+            .iter()
+            .map(|(id, source)| json!({"id": id, "source": source}))
+            .collect();
+        json!({
+            "run_id": self.inner.run.run_id,
+            "catalog_size": view.len(),
+            "sources": sources,
+            "schemas_visible_up_front": self.inner.run.schemas_visible_up_front,
+            "counters": self.inner.counters.to_json(),
+            "final_calls": finals,
+        })
+    }
+
+    /// The per-run counters.
+    pub fn counters(&self) -> &Counters {
+        &self.inner.counters
+    }
+
+    /// Writes the run's closing summary record to the session log.
+    pub fn finish(&self) {
+        let mut fields = self.base_fields();
+        fields.insert("telemetry".into(), self.telemetry());
+        self.inner.log.record("run_end", fields);
+    }
+}
+
+/// Nested calls from a tool body back into the same run.
+struct Nested {
+    gateway: Gateway,
+}
+
+impl NestedCalls for Nested {
+    fn call<'a>(&'a self, selector: &'a str, args: Value) -> BoxFuture<'a, Result<Value, String>> {
+        Box::pin(async move {
+            match self.gateway.call_tool(selector, args).await.into_result() {
+                Ok(envelope) => Ok(envelope.to_json()),
+                Err(error) => Err(error.message),
+            }
+        })
+    }
+}

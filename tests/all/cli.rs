@@ -1,0 +1,146 @@
+use pretty_assertions::assert_eq;
+use serde_json::Value;
+
+use crate::support::{shared, stderr, stdout, toolsearch};
+
+#[test]
+fn search_json_is_an_array_of_compact_hits() {
+    let out = toolsearch(&["search", "scheduling", "--limit", "3", "--json"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let hits: Value = serde_json::from_str(&stdout(&out)).unwrap();
+    let hits = hits.as_array().unwrap();
+    assert!(!hits.is_empty() && hits.len() <= 3);
+    for key in ["id", "name", "source", "owner", "description", "input"] {
+        assert!(hits[0].get(key).is_some(), "missing {key}: {}", hits[0]);
+    }
+}
+
+#[test]
+fn describe_json_is_an_object_or_an_array() {
+    let one = toolsearch(&["search", "web", "--json"]);
+    let hits: Value = serde_json::from_str(&stdout(&one)).unwrap();
+    let first = hits[0]["id"].as_str().unwrap().to_string();
+    let second = hits[1]["id"].as_str().unwrap().to_string();
+
+    let out = toolsearch(&["describe", &first, "--json"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let described: Value = serde_json::from_str(&stdout(&out)).unwrap();
+    assert_eq!(described["id"], Value::from(first.clone()));
+    assert!(described.get("input_schema").is_some());
+    assert!(
+        described.get("output_schema").is_some(),
+        "key present (null when none)"
+    );
+
+    let out = toolsearch(&["describe", &first, &second, "--json"]);
+    let described: Value = serde_json::from_str(&stdout(&out)).unwrap();
+    assert_eq!(described.as_array().map(Vec::len), Some(2));
+}
+
+#[test]
+fn exit_codes_are_0_ok_1_refused_2_usage() {
+    assert_eq!(toolsearch(&["search"]).status.code(), Some(2));
+    assert_eq!(toolsearch(&["frobnicate"]).status.code(), Some(2));
+    assert_eq!(
+        toolsearch(&["search", "x", "--limit", "0"]).status.code(),
+        Some(1)
+    );
+    let unknown = toolsearch(&["describe", "no_such_tool_anywhere"]);
+    assert_eq!(unknown.status.code(), Some(1));
+    assert!(
+        stderr(&unknown).contains("Unknown tool \"no_such_tool_anywhere\""),
+        "{}",
+        stderr(&unknown)
+    );
+}
+
+#[test]
+fn skipped_catalog_lines_are_counted_on_stderr_and_do_not_fail() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("tools.jsonl");
+    std::fs::write(
+        &path,
+        "{\"id\":\"a\",\"name\":\"alpha_tool\",\"description\":\"alpha things\"}\nnot json\n{\"id\":\"b\"}\n",
+    )
+    .unwrap();
+    let out = toolsearch(&[
+        "search",
+        "alpha",
+        "--catalog",
+        path.to_str().unwrap(),
+        "--json",
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("skipped 2 catalog line(s)"),
+        "{}",
+        stderr(&out)
+    );
+    let hits: Value = serde_json::from_str(&stdout(&out)).unwrap();
+    assert_eq!(hits[0]["id"], "plugin:tools:alpha_tool");
+
+    std::fs::write(&path, "not json\n").unwrap();
+    let out = toolsearch(&["search", "alpha", "--catalog", path.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(1), "nothing loaded is a failure");
+}
+
+#[test]
+fn eval_json_has_exactly_the_metric_keys() {
+    let set = shared().join("eval/livemcpbench");
+    let out = toolsearch(&[
+        "eval",
+        "--catalog",
+        set.join("catalog.jsonl").to_str().unwrap(),
+        "--queries",
+        set.join("queries.dev.jsonl").to_str().unwrap(),
+        "--json",
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let value: Value = serde_json::from_str(&stdout(&out)).unwrap();
+    let mut keys: Vec<&str> = value
+        .as_object()
+        .unwrap()
+        .keys()
+        .map(String::as_str)
+        .collect();
+    keys.sort();
+    assert_eq!(
+        keys,
+        [
+            "mrr",
+            "ndcg@10",
+            "queries",
+            "recall@1",
+            "recall@10",
+            "recall@5"
+        ]
+    );
+    assert_eq!(value["queries"], 30);
+    // The reference ranker's dev NDCG@10 on this set is 0.359; the floor is 0.33.
+    assert!(value["ndcg@10"].as_f64().unwrap() >= 0.33, "{value}");
+}
+
+#[test]
+fn a_policy_file_narrows_what_the_cli_sees() {
+    let dir = tempfile::tempdir().unwrap();
+    let policy = dir.path().join("policy.json");
+    std::fs::write(&policy, r#"{"session": {"deny": ["plugin:web:*"]}}"#).unwrap();
+    let out = toolsearch(&[
+        "search",
+        "search the web",
+        "--policy",
+        policy.to_str().unwrap(),
+        "--json",
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(!stdout(&out).contains("plugin:web:"), "{}", stdout(&out));
+
+    std::fs::write(&policy, r#"{"user": {}}"#).unwrap();
+    let out = toolsearch(&["search", "web", "--policy", policy.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        stderr(&out).contains("unknown policy layer"),
+        "{}",
+        stderr(&out)
+    );
+}

@@ -1,0 +1,41 @@
+//! Shared helpers: where the reference data lives, and running the real binary.
+
+use std::path::PathBuf;
+use std::process::{Command, Output};
+
+/// The shared reference data (`../shared` beside the checkout). `TOOLSEARCH_SHARED` overrides.
+/// A missing data directory fails the test with a clear message rather than skipping it.
+pub fn shared() -> PathBuf {
+    let candidates = [
+        std::env::var_os("TOOLSEARCH_SHARED").map(PathBuf::from),
+        Some(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../shared")),
+        Some(PathBuf::from("/work/shared")),
+    ];
+    for candidate in candidates.into_iter().flatten() {
+        if candidate.join("eval").is_dir() {
+            return candidate;
+        }
+    }
+    panic!(
+        "the reference data directory (with eval/ and catalogs/) was not found: set TOOLSEARCH_SHARED or place it at ../shared"
+    )
+}
+
+/// Runs the real `toolsearch` binary with `args`.
+pub fn toolsearch(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_toolsearch"))
+        .args(args)
+        .env("RUST_LOG", "warn")
+        .output()
+        .expect("the toolsearch binary runs")
+}
+
+/// stdout as text.
+pub fn stdout(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stdout).into_owned()
+}
+
+/// stderr as text.
+pub fn stderr(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stderr).into_owned()
+}
