@@ -31,6 +31,8 @@ enum Command {
     Search(SearchArgs),
     /// Show a tool's compact hit and exact schemas.
     Describe(DescribeArgs),
+    /// Call a tool through the gateway's full call path.
+    Call(CallArgs),
     /// Measure search quality on a catalog and a query file.
     Eval(EvalArgs),
 }
@@ -86,6 +88,24 @@ struct DescribeArgs {
 }
 
 #[derive(Debug, Args)]
+struct CallArgs {
+    /// The tool id (or an unambiguous name).
+    id: String,
+    /// The arguments as a JSON object.
+    #[arg(long, default_value = "{}")]
+    args: String,
+    #[command(flatten)]
+    catalog: CatalogArgs,
+    /// Approve tools that require approval when their id or name matches this glob
+    /// (repeatable); others are denied.
+    #[arg(long = "approve", value_name = "GLOB")]
+    approve: Vec<String>,
+    /// Print the envelope (or the error) as JSON.
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(Debug, Args)]
 struct EvalArgs {
     /// The catalog file whose lines' ids the gold ids refer to.
     #[arg(long, value_name = "FILE")]
@@ -133,6 +153,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
     match cli.command {
         Command::Search(args) => search(args),
         Command::Describe(args) => describe(args),
+        Command::Call(args) => call(args),
         Command::Eval(args) => eval::run(args.catalog.as_deref(), &args.queries, args.json),
     }
 }
@@ -304,4 +325,53 @@ fn describe(args: DescribeArgs) -> Result<ExitCode> {
     } else {
         ExitCode::SUCCESS
     })
+}
+
+/// A current-thread runtime for one CLI command.
+pub(crate) fn runtime() -> Result<tokio::runtime::Runtime> {
+    Ok(tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?)
+}
+
+fn call(args: CallArgs) -> Result<ExitCode> {
+    let snapshot = load_catalog(&args.catalog)?;
+    let policy = load_policy(&args.catalog)?;
+    let call_args: serde_json::Value = serde_json::from_str(&args.args)
+        .with_context(|| format!("--args is not valid JSON: {}", args.args))?;
+    let approvals = crate::gateway::GlobApprovals::new(&args.approve).map_err(anyhow::Error::msg)?;
+    let gateway = crate::gateway::Gateway::builder(snapshot)
+        .policy(policy)
+        .approvals(std::sync::Arc::new(approvals))
+        .build()?;
+    let request = serde_json::json!({"id": args.id, "args": call_args});
+    let outcome = runtime()?.block_on(gateway.call(&request));
+    let mut out = std::io::stdout().lock();
+    match outcome {
+        crate::gateway::CallOutcome::Done(envelope) => {
+            if args.json {
+                writeln!(out, "{}", serde_json::to_string_pretty(&envelope.to_json())?)?;
+            } else {
+                writeln!(out, "{}  [{}]", envelope.tool.id, envelope.tool.source)?;
+                if let Some(text) = &envelope.result.text {
+                    writeln!(out, "{text}")?;
+                }
+                if let Some(details) = &envelope.result.details {
+                    writeln!(out, "{}", serde_json::to_string_pretty(details)?)?;
+                }
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        other => {
+            let error = match other.into_result() {
+                Err(error) => error,
+                Ok(_) => bail!("unexpected call outcome"),
+            };
+            if args.json {
+                writeln!(out, "{}", serde_json::to_string_pretty(&error.to_json())?)?;
+            }
+            eprintln!("toolsearch: {}", error.message);
+            Ok(ExitCode::from(1))
+        }
+    }
 }
