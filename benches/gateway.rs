@@ -10,7 +10,9 @@ use std::time::{Duration, Instant};
 
 use criterion::{Criterion, criterion_group, criterion_main};
 use serde_json::{Value, json};
-use toolsearch::catalog::{CallContext, CatalogSnapshot, Descriptor, FnTool, Source, Tool, ToolOutput};
+use toolsearch::catalog::{
+    CallContext, CatalogSnapshot, Descriptor, FnTool, Source, Tool, ToolOutput,
+};
 use toolsearch::gateway::{BeforeToolCall, Gateway, HookDecision};
 
 fn schema() -> Value {
@@ -41,19 +43,39 @@ fn args() -> Value {
 
 struct PassThrough;
 impl BeforeToolCall for PassThrough {
-    fn before_call<'a>(&'a self, _t: &'a Descriptor, _a: &'a Value) -> toolsearch::catalog::BoxFuture<'a, HookDecision> {
+    fn before_call<'a>(
+        &'a self,
+        _t: &'a Descriptor,
+        _a: &'a Value,
+    ) -> toolsearch::catalog::BoxFuture<'a, HookDecision> {
         Box::pin(async { HookDecision::Continue })
     }
 }
 
 fn bench_gateway(c: &mut Criterion) {
-    let body: Arc<dyn Tool> = Arc::new(FnTool(|_ctx, _args| async { Ok(ToolOutput::json(json!({"id": "evt_1"}))) }));
+    let body: Arc<dyn Tool> = Arc::new(FnTool(|_ctx, _args| async {
+        Ok(ToolOutput::json(json!({"id": "evt_1"})))
+    }));
     let mut tools: Vec<Descriptor> = (0..300)
-        .map(|i| Descriptor::new(Source::Plugin, "filler", &format!("tool_{i}")).description("filler tool"))
+        .map(|i| {
+            Descriptor::new(Source::Plugin, "filler", &format!("tool_{i}"))
+                .description("filler tool")
+        })
         .collect();
-    tools.push(Descriptor::new(Source::Plugin, "calendar", "create_event").description("Create an event").input_schema(schema()).tool(body.clone()));
-    let gateway = Gateway::builder(CatalogSnapshot::build(tools)).hook(Arc::new(PassThrough)).build().unwrap();
-    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    tools.push(
+        Descriptor::new(Source::Plugin, "calendar", "create_event")
+            .description("Create an event")
+            .input_schema(schema())
+            .tool(body.clone()),
+    );
+    let gateway = Gateway::builder(CatalogSnapshot::build(tools))
+        .hook(Arc::new(PassThrough))
+        .build()
+        .unwrap();
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
     let request = json!({"id": "plugin:calendar:create_event", "args": args()});
     // Warm the validator cache; check the path works.
     assert!(rt.block_on(gateway.call(&request)).envelope().is_some());
@@ -72,7 +94,11 @@ fn bench_gateway(c: &mut Criterion) {
             })
         })
     });
-    let ctx = CallContext { tool_id: "plugin:calendar:create_event".into(), run_id: "bench".into(), nested: None };
+    let ctx = CallContext {
+        tool_id: "plugin:calendar:create_event".into(),
+        run_id: "bench".into(),
+        nested: None,
+    };
     group.bench_function("direct_tool_body_baseline", |b| {
         b.iter_custom(|iters| {
             rt.block_on(async {

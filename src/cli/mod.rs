@@ -339,7 +339,8 @@ fn call(args: CallArgs) -> Result<ExitCode> {
     let policy = load_policy(&args.catalog)?;
     let call_args: serde_json::Value = serde_json::from_str(&args.args)
         .with_context(|| format!("--args is not valid JSON: {}", args.args))?;
-    let approvals = crate::gateway::GlobApprovals::new(&args.approve).map_err(anyhow::Error::msg)?;
+    let approvals =
+        crate::gateway::GlobApprovals::new(&args.approve).map_err(anyhow::Error::msg)?;
     let gateway = crate::gateway::Gateway::builder(snapshot)
         .policy(policy)
         .approvals(std::sync::Arc::new(approvals))
@@ -350,7 +351,11 @@ fn call(args: CallArgs) -> Result<ExitCode> {
     match outcome {
         crate::gateway::CallOutcome::Done(envelope) => {
             if args.json {
-                writeln!(out, "{}", serde_json::to_string_pretty(&envelope.to_json())?)?;
+                writeln!(
+                    out,
+                    "{}",
+                    serde_json::to_string_pretty(&envelope.to_json())?
+                )?;
             } else {
                 writeln!(out, "{}  [{}]", envelope.tool.id, envelope.tool.source)?;
                 if let Some(text) = &envelope.result.text {

@@ -485,6 +485,7 @@ pub fn query_terms(query: &str) -> Vec<QueryTerm> {
     let mut terms: Vec<QueryTerm> = Vec::new();
     let table = expansion_table();
     let mut fired = 0u16;
+    let mut seen: std::collections::HashMap<u64, Vec<usize>> = std::collections::HashMap::new();
     for_each_word(query, &mut scratch, |word| {
         if is_stop_word(word) || word.len() > MAX_TOKEN_BYTES {
             return;
@@ -493,7 +494,11 @@ pub fn query_terms(query: &str) -> Vec<QueryTerm> {
             fired |= groups;
         }
         for_each_stem_in(word, &mut buffer, |term| {
-            if !terms.iter().any(|t| t.term == term) {
+            // Distinct terms, found by hash: long queries have many terms.
+            let key = xxhash_rust::xxh3::xxh3_64(term.as_bytes());
+            let slot = seen.entry(key).or_default();
+            if !slot.iter().any(|&i| terms[i].term == term) {
+                slot.push(terms.len());
                 terms.push(QueryTerm {
                     term: term.to_string(),
                     weight: 1.0,

@@ -107,6 +107,7 @@ struct Scratch {
     scores: Vec<f32>,
     literal: Vec<bool>,
     touched: Vec<u32>,
+    keys: Vec<u64>,
 }
 
 impl SearchIndex {
@@ -269,20 +270,25 @@ impl SearchIndex {
                 scores,
                 literal,
                 touched,
+                keys,
             } = &mut *scratch;
             // One sortable key per candidate, larger is better: literal match (bit 63), then
             // the score's bits (monotonic for positive floats), then the inverted position so
             // that the smaller id wins ties.
             let exact = &out[..exact_count];
-            let mut keys: Vec<u64> = touched
-                .iter()
-                .filter(|&&p| scores[p as usize] > 0.0 && !exact.iter().any(|e| e.position == p))
-                .map(|&p| {
-                    (u64::from(literal[p as usize]) << 63)
-                        | (u64::from(scores[p as usize].to_bits()) << 31)
-                        | u64::from(POSITION_MASK - (p & POSITION_MASK))
-                })
-                .collect();
+            keys.clear();
+            keys.extend(
+                touched
+                    .iter()
+                    .filter(|&&p| {
+                        scores[p as usize] > 0.0 && !exact.iter().any(|e| e.position == p)
+                    })
+                    .map(|&p| {
+                        (u64::from(literal[p as usize]) << 63)
+                            | (u64::from(scores[p as usize].to_bits()) << 31)
+                            | u64::from(POSITION_MASK - (p & POSITION_MASK))
+                    }),
+            );
             for &position in touched.iter() {
                 scores[position as usize] = 0.0;
                 literal[position as usize] = false;
@@ -294,7 +300,7 @@ impl SearchIndex {
             }
             keys.truncate(wanted);
             keys.sort_unstable_by(|a, b| b.cmp(a));
-            let candidates = keys.into_iter().map(|key| RankedHit {
+            let candidates = keys.iter().map(|&key| RankedHit {
                 position: POSITION_MASK - (key as u32 & POSITION_MASK),
                 score: f32::from_bits((key >> 31) as u32),
                 exact: false,
