@@ -3,13 +3,14 @@
 //!
 //! Modules, in dependency order (each names only types from modules before it):
 //! `config`, `telemetry` → `catalog` (with the [`catalog::Tool`] trait) → `demo` → `policy` →
-//! `signature` → `search` → `gateway` → `cli`. See ARCHITECTURE.md.
+//! `signature` → `search` → `directory` → `gateway` → `cli`. See ARCHITECTURE.md.
 
 pub mod config;
 pub mod telemetry;
 
 pub mod catalog;
 pub mod demo;
+pub mod directory;
 pub mod policy;
 pub mod search;
 
