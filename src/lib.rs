@@ -3,7 +3,7 @@
 //!
 //! Modules, in dependency order (each names only types from modules before it):
 //! `config`, `telemetry` → `catalog` (with the [`catalog::Tool`] trait) → `demo` → `policy` →
-//! `signature` → `search` → `directory` → `gateway` → `cli`. See ARCHITECTURE.md.
+//! `signature` → `search` → `directory` → `gateway` → `surface` → `cli`. See ARCHITECTURE.md.
 
 pub mod config;
 pub mod telemetry;
@@ -15,7 +15,9 @@ pub mod policy;
 pub mod search;
 
 pub mod gateway;
+
 pub mod signature;
+pub mod surface;
 
 pub mod cli;
 

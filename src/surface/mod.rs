@@ -1,0 +1,637 @@
+//! What the model sees (SPEC ): tool definitions and system-prompt sections per mode,
+//! provider names, and dispatch of the model's tool calls back into the gateway.
+//!
+//! | mode        | declared tools                                                   | prompt adds |
+//! |-------------|------------------------------------------------------------------|-------------|
+//! | `direct`    | every allowed tool's schema                                      | nothing |
+//! | `tools`     | tool_search, tool_describe, tool_call; direct-only; primitives   | usage note |
+//! | `directory` | as `tools`, plus this run's client tools                          | directory or namespace index |
+//! | `code`      | tool_search_code; direct-only; core primitives                   | API note |
+//! | `auto`      | `direct` while small, else the configured deferred mode  | as chosen |
+//!
+//! Invariants: untrusted (MCP, client) names and descriptions never enter the system prompt;
+//! prompt sections depend only on the snapshot, policy and settings — never on user messages or
+//! session ids — so the prefix is byte-stable and cacheable (directory text is cached per
+//! fingerprint); provider names are valid and unique with a reverse map; a denied tool
+//! is absent from every list, count and map. `code` falls back to `tools` before anything is
+//! compacted when the sandbox cannot start, and says so.
+
+mod names;
+mod prompt;
+
+pub use names::{CONTROL_NAMES, MAX_NAME_LEN, ProviderNames, is_valid as is_valid_provider_name};
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex, OnceLock};
+
+use serde::Serialize;
+use serde_json::{Value, json};
+
+use crate::catalog::{Descriptor, Fingerprint, Source};
+use crate::config::{Config, DirectoryStyle, Mode};
+use crate::directory::{self, Namespace, Row};
+use crate::gateway::{CallError, CallOutcome, ErrorKind, Gateway};
+use crate::policy::Authorized;
+
+/// Wire format of tool definitions.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Format {
+    /// `{"type": "function", "function": {name, description, parameters}}`.
+    OpenAi,
+    /// `{name, description, input_schema}`.
+    Anthropic,
+}
+
+/// The controls a surface may declare.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Control {
+    /// `tool_search`.
+    Search,
+    /// `tool_describe`.
+    Describe,
+    /// `tool_call`.
+    Call,
+    /// `tool_search_code`.
+    Code,
+}
+
+/// What a declared tool dispatches to.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Target {
+    /// A control.
+    Control(Control),
+    /// A tool, by id.
+    Tool(String),
+}
+
+/// One declared tool.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ToolDefinition {
+    /// The provider name.
+    pub name: String,
+    /// The description the model reads.
+    pub description: String,
+    /// JSON Schema of the arguments.
+    pub parameters: Value,
+    /// What a call of it runs.
+    #[serde(skip)]
+    pub target: Target,
+}
+
+/// One system-prompt section.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct PromptSection {
+    /// A stable name (for snapshots and debugging).
+    pub name: &'static str,
+    /// The text.
+    pub text: String,
+}
+
+/// Whether code mode can run here.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CodeAvailability {
+    /// A worker started (the sandbox probe passed).
+    Available,
+    /// It cannot; the reason is reported in the surface.
+    Unavailable(String),
+}
+
+/// The `auto` decision and its inputs.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct AutoDecision {
+    /// Allowed tools that direct mode would declare.
+    pub tools: usize,
+    /// Their estimated schema tokens (ceil(compact bytes / 4)).
+    pub schema_tokens: usize,
+    /// The tool limit in force.
+    pub max_tools: usize,
+    /// The token limit in force: min(autoMaxSchemaTokens, context_tokens / 10).
+    pub max_schema_tokens: usize,
+    /// The mode chosen.
+    pub chosen: String,
+}
+
+/// A surface that cannot be built.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SurfaceError {
+    /// A client tool's name collides with a catalog tool's.
+    #[error(
+        "client tool {client:?} has the same name as catalog tool {catalog:?}; client tool names must not collide with catalog names"
+    )]
+    ClientNameCollision {
+        /// The client tool id.
+        client: String,
+        /// The catalog tool id.
+        catalog: String,
+    },
+}
+
+/// Options for building a surface.
+#[derive(Debug, Clone)]
+pub struct SurfaceOptions {
+    /// The resolved configuration (mode, limits, directory style, auto thresholds).
+    pub config: Config,
+    /// The provider's context window in tokens, if known (directory and auto budgets).
+    pub context_tokens: Option<usize>,
+    /// Whether the sandbox can run code cells here.
+    pub code: CodeAvailability,
+}
+
+/// What goes to the provider for one run, and how to route the model's calls back.
+#[derive(Debug, Clone)]
+pub struct Surface {
+    /// The mode actually in force.
+    pub mode: Mode,
+    /// The mode the configuration asked for.
+    pub requested_mode: Mode,
+    /// Declared tools, in a deterministic order.
+    pub tools: Vec<ToolDefinition>,
+    /// System-prompt sections (all in the stable, cacheable prefix).
+    pub prompt: Vec<PromptSection>,
+    /// Why code mode fell back to tools mode, when it did.
+    pub fallback: Option<String>,
+    /// The auto decision, when mode was `auto`.
+    pub auto: Option<AutoDecision>,
+    names: Arc<ProviderNames>,
+    /// Provider names that dispatch to a tool: declared tools, plus hidden catalog tools in
+    /// directory mode (hydration, R-9.3).
+    callable: BTreeMap<String, String>,
+    hydrate: bool,
+}
+
+fn provider_parameters(schema: &Value) -> Value {
+    match schema {
+        Value::Object(map) => {
+            let mut map = map.clone();
+            if !map.contains_key("type") {
+                map.insert("type".into(), json!("object"));
+            }
+            if map.get("type") == Some(&json!("object")) && !map.contains_key("properties") {
+                map.insert("properties".into(), json!({}));
+            }
+            Value::Object(map)
+        }
+        _ => json!({"type": "object", "properties": {}}),
+    }
+}
+
+fn direct_definition(tool: &Descriptor, names: &ProviderNames) -> ToolDefinition {
+    ToolDefinition {
+        name: names.name_of(&tool.id).unwrap_or(&tool.name).to_string(),
+        description: tool.description.clone(),
+        parameters: provider_parameters(&tool.input_schema),
+        target: Target::Tool(tool.id.clone()),
+    }
+}
+
+type NameCacheKey = (Fingerprint, u64);
+
+/// Provider names per (snapshot, policy): computed once (R-1.7 caches).
+fn names_for(view: &Authorized) -> Arc<ProviderNames> {
+    static CACHE: OnceLock<Mutex<Vec<(NameCacheKey, Arc<ProviderNames>)>>> = OnceLock::new();
+    let key = view.cache_key();
+    let cache = CACHE.get_or_init(|| Mutex::new(Vec::new()));
+    if let Some((_, names)) = cache
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .iter()
+        .find(|(k, _)| *k == key)
+    {
+        return names.clone();
+    }
+    let names = Arc::new(ProviderNames::assign(
+        view.tools().chain(view.direct_only()),
+    ));
+    let mut entries = cache
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    if entries.len() >= 8 {
+        entries.remove(0);
+    }
+    entries.push((key, names.clone()));
+    names
+}
+
+type DirectoryKey = (Fingerprint, u64, usize, bool);
+
+/// Directory text per (snapshot, policy, budget, style): deterministic bytes, rendered once.
+fn directory_for(
+    view: &Authorized,
+    names: &ProviderNames,
+    budget: usize,
+    style: DirectoryStyle,
+) -> Arc<String> {
+    static CACHE: OnceLock<Mutex<Vec<(DirectoryKey, Arc<String>)>>> = OnceLock::new();
+    let (fingerprint, policy) = view.cache_key();
+    let key = (
+        fingerprint,
+        policy,
+        budget,
+        style == DirectoryStyle::Namespaces,
+    );
+    let cache = CACHE.get_or_init(|| Mutex::new(Vec::new()));
+    if let Some((_, text)) = cache
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .iter()
+        .find(|(k, _)| *k == key)
+    {
+        return text.clone();
+    }
+    let text = Arc::new(match style {
+        DirectoryStyle::List => {
+            let rows: Vec<Row> = view
+                .tools()
+                .filter(|t| t.is_trusted() && !t.is_core_primitive())
+                .map(|t| Row {
+                    name: names.name_of(&t.id).unwrap_or(&t.name).to_string(),
+                    description: t.description.clone(),
+                })
+                .collect();
+            directory::render(rows, budget).text
+        }
+        DirectoryStyle::Namespaces => namespace_index(view, names),
+    });
+    let mut entries = cache
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    if entries.len() >= 16 {
+        entries.remove(0);
+    }
+    entries.push((key, text.clone()));
+    text
+}
+
+/// The namespace index of the allowed catalog: trusted namespaces with representative names,
+/// untrusted ones with only their server name and count.
+pub fn namespace_index(view: &Authorized, names: &ProviderNames) -> String {
+    let mut namespaces: BTreeMap<String, Namespace> = BTreeMap::new();
+    for tool in view.tools() {
+        if tool.is_core_primitive() {
+            continue;
+        }
+        let entry = namespaces
+            .entry(tool.namespace())
+            .or_insert_with(|| Namespace {
+                name: tool.namespace(),
+                count: 0,
+                names: Vec::new(),
+            });
+        entry.count += 1;
+        if tool.is_trusted() {
+            entry
+                .names
+                .push(names.name_of(&tool.id).unwrap_or(&tool.name).to_string());
+        }
+    }
+    directory::render_namespaces(namespaces.into_values().collect())
+}
+
+/// Estimated tokens of serialized tool definitions: ceil(compact bytes / 4).
+pub fn estimated_tokens(bytes: usize) -> usize {
+    bytes.div_ceil(4)
+}
+
+impl Surface {
+    /// Builds the surface of `gateway`'s run.
+    pub fn build(gateway: &Gateway, options: &SurfaceOptions) -> Result<Surface, SurfaceError> {
+        let view = gateway.view();
+        check_client_names(&view)?;
+        let names = names_for(&view);
+        let config = &options.config;
+        let requested = config.mode;
+
+        let mut auto = None;
+        let mut mode = requested;
+        if mode == Mode::Auto {
+            let direct = direct_tools(&view, &names);
+            let bytes: usize = direct
+                .iter()
+                .map(|d| to_format(d, Format::OpenAi).to_string().len())
+                .sum();
+            let schema_tokens = estimated_tokens(bytes);
+            let max_schema_tokens = match options.context_tokens {
+                Some(tokens) => config.auto_max_schema_tokens.min(tokens / 10),
+                None => config.auto_max_schema_tokens,
+            };
+            mode = if direct.len() <= config.auto_max_tools && schema_tokens <= max_schema_tokens {
+                Mode::Direct
+            } else {
+                config.auto_deferred_mode
+            };
+            let decision = AutoDecision {
+                tools: direct.len(),
+                schema_tokens,
+                max_tools: config.auto_max_tools,
+                max_schema_tokens,
+                chosen: mode.to_string(),
+            };
+            tracing::info!(
+                tools = decision.tools,
+                schema_tokens = decision.schema_tokens,
+                max_tools = decision.max_tools,
+                max_schema_tokens = decision.max_schema_tokens,
+                chosen = %decision.chosen,
+                "auto mode decision"
+            );
+            let mut fields = serde_json::Map::new();
+            fields.insert("run_id".into(), json!(gateway.run().run_id));
+            if let Ok(Value::Object(map)) = serde_json::to_value(&decision) {
+                fields.extend(map);
+            }
+            gateway.session_log().record("auto_decision", fields);
+            auto = Some(decision);
+        }
+        let mut fallback = None;
+        if mode == Mode::Code {
+            if let CodeAvailability::Unavailable(reason) = &options.code {
+                let text = format!("code mode is unavailable here ({reason}); using tools mode");
+                tracing::warn!(%reason, "code mode falls back to tools mode");
+                let mut fields = serde_json::Map::new();
+                fields.insert("run_id".into(), json!(gateway.run().run_id));
+                fields.insert("reason".into(), json!(reason));
+                gateway.session_log().record("code_fallback", fields);
+                fallback = Some(text);
+                mode = Mode::Tools;
+            }
+        }
+
+        let limits = config.search_limits;
+        let mut tools: Vec<ToolDefinition> = Vec::new();
+        let mut prompt: Vec<PromptSection> = Vec::new();
+        let control =
+            |name: &str, description: String, parameters: Value, c: Control| ToolDefinition {
+                name: name.to_string(),
+                description,
+                parameters,
+                target: Target::Control(c),
+            };
+        let structured = |tools: &mut Vec<ToolDefinition>| {
+            tools.push(control(
+                "tool_search",
+                prompt::tool_search_description().to_string(),
+                prompt::tool_search_parameters(limits),
+                Control::Search,
+            ));
+            tools.push(control(
+                "tool_describe",
+                prompt::tool_describe_description().to_string(),
+                prompt::tool_describe_parameters(),
+                Control::Describe,
+            ));
+            tools.push(control(
+                "tool_call",
+                prompt::tool_call_description().to_string(),
+                prompt::tool_call_parameters(),
+                Control::Call,
+            ));
+        };
+        match mode {
+            Mode::Direct | Mode::Auto => {
+                tools = direct_tools(&view, &names);
+            }
+            Mode::Tools => {
+                structured(&mut tools);
+                tools.extend(always_visible(&view, &names));
+                prompt.push(PromptSection {
+                    name: "tools_note",
+                    text: prompt::TOOLS_NOTE.to_string(),
+                });
+            }
+            Mode::Directory => {
+                structured(&mut tools);
+                tools.extend(always_visible(&view, &names));
+                tools.extend(
+                    view.tools()
+                        .filter(|t| t.source == Source::Client)
+                        .map(|t| direct_definition(t, &names)),
+                );
+                prompt.push(PromptSection {
+                    name: "directory_note",
+                    text: prompt::DIRECTORY_NOTE.to_string(),
+                });
+                let budget = directory::directory_budget(options.context_tokens);
+                prompt.push(PromptSection {
+                    name: match config.directory {
+                        DirectoryStyle::List => "directory",
+                        DirectoryStyle::Namespaces => "namespace_index",
+                    },
+                    text: directory_for(&view, &names, budget, config.directory).to_string(),
+                });
+            }
+            Mode::Code => {
+                tools.push(control(
+                    "tool_search_code",
+                    prompt::tool_search_code_description(config.code_timeout.as_millis()),
+                    prompt::tool_search_code_parameters(),
+                    Control::Code,
+                ));
+                tools.extend(always_visible(&view, &names));
+                prompt.push(PromptSection {
+                    name: "code_note",
+                    text: prompt::CODE_NOTE.to_string(),
+                });
+            }
+        }
+
+        let mut callable: BTreeMap<String, String> = BTreeMap::new();
+        for tool in &tools {
+            if let Target::Tool(id) = &tool.target {
+                callable.insert(tool.name.clone(), id.clone());
+            }
+        }
+        Ok(Surface {
+            mode,
+            requested_mode: requested,
+            tools,
+            prompt,
+            fallback,
+            auto,
+            names,
+            callable,
+            hydrate: mode == Mode::Directory,
+        })
+    }
+
+    /// The tool definitions in `format`.
+    pub fn tools_json(&self, format: Format) -> Value {
+        Value::Array(self.tools.iter().map(|t| to_format(t, format)).collect())
+    }
+
+    /// The system-prompt text this surface adds (empty in direct mode).
+    pub fn system_prompt(&self) -> String {
+        self.prompt
+            .iter()
+            .map(|s| s.text.as_str())
+            .collect::<Vec<_>>()
+            .join("\n")
+    }
+
+    /// Bytes of the provider request this surface accounts for: serialized tool definitions
+    /// plus prompt sections.
+    pub fn request_bytes(&self, format: Format) -> usize {
+        self.tools_json(format).to_string().len() + self.system_prompt().len()
+    }
+
+    /// The provider names of every allowed tool (declared or not).
+    pub fn names(&self) -> &ProviderNames {
+        &self.names
+    }
+
+    /// What a model's call of `name` dispatches to, if anything.
+    pub fn target_of(&self, name: &str) -> Option<Target> {
+        if let Some(id) = self.callable.get(name) {
+            return Some(Target::Tool(id.clone()));
+        }
+        if let Some(tool) = self
+            .tools
+            .iter()
+            .find(|t| t.name == name && matches!(t.target, Target::Control(_)))
+        {
+            return Some(tool.target.clone());
+        }
+        if self.hydrate {
+            if let Some(id) = self.names.id_of(name) {
+                return Some(Target::Tool(id.to_string()));
+            }
+        }
+        None
+    }
+
+    /// The surface as one JSON object (what `toolsearch surface --json` prints).
+    pub fn to_json(&self, format: Format) -> Value {
+        json!({
+            "mode": self.mode.as_str(),
+            "requested_mode": self.requested_mode.as_str(),
+            "format": format,
+            "declared_tools": self.tools.len(),
+            "request_bytes": self.request_bytes(format),
+            "tools": self.tools_json(format),
+            "system_prompt": self.system_prompt(),
+            "fallback": self.fallback,
+            "auto": self.auto,
+        })
+    }
+
+    /// Dispatches a model's tool call by provider name into the gateway.
+    /// Code cells (`tool_search_code`) are run by the caller, which owns the sandbox; they come
+    /// back as [`Dispatch::Code`].
+    pub async fn dispatch(&self, gateway: &Gateway, name: &str, arguments: &Value) -> Dispatch {
+        match self.target_of(name) {
+            Some(Target::Control(Control::Search)) => match gateway.search(arguments) {
+                Ok(value) => Dispatch::Result(value),
+                Err(error) => Dispatch::Outcome(CallOutcome::Failed(error)),
+            },
+            Some(Target::Control(Control::Describe)) => match gateway.describe(arguments) {
+                Ok(value) => Dispatch::Result(value),
+                Err(error) => Dispatch::Outcome(CallOutcome::Failed(error)),
+            },
+            Some(Target::Control(Control::Call)) => {
+                Dispatch::Outcome(gateway.call(arguments).await)
+            }
+            Some(Target::Control(Control::Code)) => Dispatch::Code(
+                arguments
+                    .get("code")
+                    .and_then(Value::as_str)
+                    .unwrap_or_default()
+                    .to_string(),
+            ),
+            Some(Target::Tool(id)) => {
+                Dispatch::Outcome(gateway.call(&json!({"id": id, "args": arguments})).await)
+            }
+            None => Dispatch::Outcome(CallOutcome::Failed(self.unknown_name(name))),
+        }
+    }
+
+    fn unknown_name(&self, name: &str) -> CallError {
+        let hint = match self.mode {
+            Mode::Code => "use tool_search_code to search for and call catalog tools",
+            Mode::Direct | Mode::Auto => "call one of the declared tools",
+            Mode::Tools | Mode::Directory => {
+                "catalog tools are not callable by name here: find them with tool_search and run them with tool_call {\"id\", \"args\"}"
+            }
+        };
+        CallError::new(
+            ErrorKind::UnknownTool,
+            None,
+            format!("Unknown tool {name:?}: {hint}."),
+        )
+    }
+}
+
+/// The result of dispatching one model call.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Dispatch {
+    /// A control's JSON result (search hits, a description).
+    Result(Value),
+    /// A tool call's outcome (envelope, client call, or error).
+    Outcome(CallOutcome),
+    /// A code cell to run in the sandbox.
+    Code(String),
+}
+
+fn to_format(tool: &ToolDefinition, format: Format) -> Value {
+    match format {
+        Format::OpenAi => json!({
+            "type": "function",
+            "function": {
+                "name": tool.name,
+                "description": tool.description,
+                "parameters": tool.parameters,
+            }
+        }),
+        Format::Anthropic => json!({
+            "name": tool.name,
+            "description": tool.description,
+            "input_schema": tool.parameters,
+        }),
+    }
+}
+
+/// Direct mode: every allowed tool, catalog and direct-only, in id order.
+fn direct_tools(view: &Authorized, names: &ProviderNames) -> Vec<ToolDefinition> {
+    let mut all: Vec<&Descriptor> = view.tools().chain(view.direct_only()).collect();
+    all.sort_by(|a, b| a.id.cmp(&b.id));
+    all.into_iter()
+        .map(|t| direct_definition(t, names))
+        .collect()
+}
+
+/// Tools every deferred mode declares: direct-only tools and core primitives.
+fn always_visible(view: &Authorized, names: &ProviderNames) -> Vec<ToolDefinition> {
+    let mut visible: Vec<&Descriptor> = view
+        .direct_only()
+        .chain(view.tools().filter(|t| t.is_core_primitive()))
+        .collect();
+    visible.sort_by(|a, b| a.id.cmp(&b.id));
+    visible
+        .into_iter()
+        .map(|t| direct_definition(t, names))
+        .collect()
+}
+
+/// Client tool names must not collide with catalog names.
+fn check_client_names(view: &Authorized) -> Result<(), SurfaceError> {
+    let mut catalog: BTreeMap<&str, &str> = BTreeMap::new();
+    for tool in view.tools().chain(view.direct_only()) {
+        if tool.source != Source::Client {
+            catalog
+                .entry(tool.name.as_str())
+                .or_insert(tool.id.as_str());
+        }
+    }
+    for tool in view.tools().chain(view.direct_only()) {
+        if tool.source == Source::Client {
+            if let Some(other) = catalog.get(tool.name.as_str()) {
+                return Err(SurfaceError::ClientNameCollision {
+                    client: tool.id.clone(),
+                    catalog: other.to_string(),
+                });
+            }
+        }
+    }
+    Ok(())
+}
