@@ -16,7 +16,11 @@ mod support;
 
 /// The command line: JSON shapes and exit codes, through the real binary.
 mod cli;
+/// JSON5 configuration: defaults, profiles, clamps, errors.
+mod config;
 /// The call path: shapes, validation, hooks, approvals, timeouts, scheduling, session log.
 mod gateway;
 /// Signature rendering through the public API.
 mod signature;
+/// What the model sees per mode, provider names, dispatch and hydration.
+mod surface;
