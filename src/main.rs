@@ -1,5 +1,9 @@
-//! The `toolsearch` binary: parse, dispatch, map errors to exit codes (all in `cli`).
+//! The `toolsearch` binary: the sandbox role first (before any runtime or thread exists: the
+//! zygote must stay single-threaded), then the CLI (parse, dispatch, map errors to exit codes).
 
 fn main() -> std::process::ExitCode {
+    if let Some(code) = toolsearch::sandbox::dispatch_role() {
+        return code;
+    }
     toolsearch::cli::main()
 }

@@ -20,6 +20,8 @@ mod cli;
 mod config;
 /// The call path: shapes, validation, hooks, approvals, timeouts, scheduling, session log.
 mod gateway;
+/// Code mode's sandbox: escape corpus, hardening, limits, bridge, load.
+mod sandbox;
 /// Signature rendering through the public API.
 mod signature;
 /// What the model sees per mode, provider names, dispatch and hydration.

@@ -1,0 +1,55 @@
+// The reference architecture for `benches/cells.rs` (OpenClaw's shape): one Node.js child per
+// cell, spawned with an empty environment under `--experimental-permission`, its bridge calls
+// proxied to the host as JSON lines over stdin/stdout.
+//
+// Protocol (one JSON object per line):
+//   host -> child: {"code": "<cell body>"}            first line: the body to run
+//   child -> host: {"id": n, "op": "search"|"describe"|"call", "args": [...]}
+//   host -> child: {"id": n, "ok": value} | {"id": n, "err": "message"}
+//   child -> host: {"done": true, "value": v} | {"done": true, "error": "message"}
+"use strict";
+const readline = require("readline");
+
+const rl = readline.createInterface({ input: process.stdin });
+const waiting = new Map();
+let nextId = 1;
+let started = false;
+
+function bridge(op, args) {
+  return new Promise((resolve, reject) => {
+    const id = nextId++;
+    waiting.set(id, { resolve, reject });
+    process.stdout.write(JSON.stringify({ id, op, args: args.map((a) => (a === undefined ? null : a)) }) + "\n");
+  });
+}
+
+const openclaw = Object.freeze({
+  tools: Object.freeze({
+    search: (...args) => bridge("search", args),
+    describe: (...args) => bridge("describe", args),
+    call: (...args) => bridge("call", args),
+  }),
+});
+
+function finish(message) {
+  process.stdout.write(JSON.stringify(message) + "\n", () => process.exit(0));
+}
+
+rl.on("line", (line) => {
+  const msg = JSON.parse(line);
+  if (!started) {
+    started = true;
+    const AsyncFunction = Object.getPrototypeOf(async function () {}).constructor;
+    const cell = new AsyncFunction("openclaw", msg.code);
+    cell(openclaw).then(
+      (value) => finish({ done: true, value: value === undefined ? null : value }),
+      (e) => finish({ done: true, error: String(e && e.message) }),
+    );
+    return;
+  }
+  const w = waiting.get(msg.id);
+  if (!w) return;
+  waiting.delete(msg.id);
+  if ("ok" in msg) w.resolve(msg.ok);
+  else w.reject(new Error(msg.err));
+});

@@ -1,0 +1,232 @@
+// The bridge prelude (R-8.1, R-8.4, R-8.5). Evaluated once per worker, before any guest code, as a
+// function expression that the worker calls with its native `host` object:
+//   host.call(op, argsJson) -> id (number) | message (string, the call was refused)
+//   host.log(level, text)   -> remaining log budget in bytes
+// It installs the only globals a guest gets (`console`, `openclaw.tools`), removes every way to
+// compile code from strings, and returns the internals the worker drives the cell with. `host`
+// and the internals stay in this closure: the guest can never reach them.
+(function (host) {
+  "use strict";
+
+  // Primitives captured before guest code can replace them.
+  const G = globalThis;
+  const freeze = Object.freeze;
+  const defineProperty = Object.defineProperty;
+  const getPrototypeOf = Object.getPrototypeOf;
+  const apply = Reflect.apply;
+  const stringify = JSON.stringify;
+  const parse = JSON.parse;
+  const StringCtor = String;
+  const ErrorCtor = Error;
+  const InternalErrorCtor = G.InternalError;
+  const PromiseCtor = Promise;
+  const promiseThen = Promise.prototype.then;
+  const promiseCatch = Promise.prototype.catch;
+  const promiseFinally = Promise.prototype.finally;
+  const MapCtor = Map;
+  const mapGet = Map.prototype.get;
+  const mapSet = Map.prototype.set;
+  const mapDelete = Map.prototype.delete;
+  const WeakSetCtor = WeakSet;
+  const weakSetAdd = WeakSet.prototype.add;
+  const weakSetHas = WeakSet.prototype.has;
+  const arrayJoin = Array.prototype.join;
+  const strSlice = String.prototype.slice;
+  const toWellFormed = String.prototype.toWellFormed;
+  const hostCall = host.call;
+  const hostLog = host.log;
+
+  const pending = new MapCtor(); // id -> { resolve, reject }
+  const limitErrors = new WeakSetCtor(); // errors created for the bridge-call cap
+  let logBudget = 0;
+
+  function wellFormed(s) {
+    return typeof toWellFormed === "function" ? apply(toWellFormed, s, []) : s;
+  }
+
+  // JSON across the bridge (R-8.5): undefined -> null; BigInt, functions, symbols -> String().
+  function replacer(_key, v) {
+    switch (typeof v) {
+      case "undefined":
+        return null;
+      case "bigint":
+      case "function":
+      case "symbol":
+        return StringCtor(v);
+      default:
+        return v;
+    }
+  }
+
+  // Out-of-memory and engine limits must not be turned into strings: they end the cell.
+  function isFatal(e) {
+    return e === null || (InternalErrorCtor !== undefined && e instanceof InternalErrorCtor);
+  }
+
+  function toJson(v) {
+    try {
+      const s = stringify(v, replacer);
+      if (typeof s === "string") return s;
+    } catch (e) {
+      if (isFatal(e)) throw e;
+    }
+    try {
+      return stringify(wellFormed(StringCtor(v)));
+    } catch (e) {
+      if (isFatal(e)) throw e;
+      return '"[unserializable]"';
+    }
+  }
+
+  function begin(op, args) {
+    return new PromiseCtor(function (resolve, reject) {
+      const parts = [];
+      for (let i = 0; i < args.length; i++) defineProperty(parts, i, { value: toJson(args[i]) });
+      const r = hostCall(op, "[" + apply(arrayJoin, parts, [","]) + "]");
+      if (typeof r === "string") {
+        const err = new ErrorCtor(r);
+        apply(weakSetAdd, limitErrors, [err]);
+        reject(err);
+        return;
+      }
+      apply(mapSet, pending, [r, freeze({ resolve: resolve, reject: reject })]);
+    });
+  }
+
+  // A lazy thenable (R-8.4): the host call starts on the first `then`, i.e. when awaited or
+  // chained; a call that is never awaited never reaches the host.
+  function lazy(op, args) {
+    let promise = null;
+    function started() {
+      if (promise === null) promise = begin(op, args);
+      return promise;
+    }
+    return freeze({
+      then: function then(onFulfilled, onRejected) {
+        return apply(promiseThen, started(), [onFulfilled, onRejected]);
+      },
+      catch: function (onRejected) {
+        return apply(promiseCatch, started(), [onRejected]);
+      },
+      finally: function (onFinally) {
+        return apply(promiseFinally, started(), [onFinally]);
+      },
+    });
+  }
+
+  const tools = freeze({
+    search: function search(...args) {
+      return lazy("search", args);
+    },
+    describe: function describe(...args) {
+      return lazy("describe", args);
+    },
+    call: function call(...args) {
+      return lazy("call", args);
+    },
+  });
+
+  function format(v) {
+    if (typeof v === "string") return v;
+    if (v === undefined) return "undefined";
+    if (v instanceof ErrorCtor) {
+      try {
+        return StringCtor(v.name) + ": " + StringCtor(v.message);
+      } catch (e) {
+        if (isFatal(e)) throw e;
+        return "[error]";
+      }
+    }
+    if (typeof v === "object" && v !== null) return toJson(v);
+    try {
+      return StringCtor(v);
+    } catch (e) {
+      if (isFatal(e)) throw e;
+      return "[unprintable]";
+    }
+  }
+
+  function logger(level) {
+    return function (...args) {
+      if (logBudget <= 0) {
+        logBudget = hostLog(level, "");
+        return;
+      }
+      const parts = [];
+      for (let i = 0; i < args.length; i++) defineProperty(parts, i, { value: format(args[i]) });
+      let text = apply(arrayJoin, parts, [" "]);
+      // Never hand the worker more than the budget (+1 so it can tell the line was cut).
+      if (text.length > logBudget + 1) text = apply(strSlice, text, [0, logBudget + 1]);
+      logBudget = hostLog(level, wellFormed(text));
+    };
+  }
+
+  const globalSlot = { writable: false, enumerable: false, configurable: false };
+  defineProperty(G, "openclaw", { ...globalSlot, value: freeze({ tools: tools }) });
+  defineProperty(G, "console", {
+    ...globalSlot,
+    value: freeze({ log: logger(0), warn: logger(1), error: logger(2) }),
+  });
+
+  // R-8.2: no code from strings. Remove the globals, then every constructor reachable from a
+  // function's prototype chain: plain, async, generator and async generator functions.
+  const functionPrototypes = [
+    getPrototypeOf(function () {}),
+    getPrototypeOf(async function () {}),
+    getPrototypeOf(function* () {}),
+    getPrototypeOf(async function* () {}),
+  ];
+  for (let i = 0; i < functionPrototypes.length; i++) {
+    defineProperty(functionPrototypes[i], "constructor", {
+      value: undefined,
+      writable: false,
+      enumerable: false,
+      configurable: false,
+    });
+  }
+  const removed = ["eval", "Function", "WebAssembly", "Atomics", "SharedArrayBuffer", "performance"];
+  for (let i = 0; i < removed.length; i++) delete G[removed[i]];
+
+  // What the worker uses; never reachable from the guest.
+  return freeze({
+    // Resolve (ok) with JSON text, or reject with an Error whose message is the host's message.
+    settle: function (id, ok, payload) {
+      const waiter = apply(mapGet, pending, [id]);
+      if (waiter === undefined) return;
+      apply(mapDelete, pending, [id]);
+      if (!ok) {
+        waiter.reject(new ErrorCtor(payload));
+        return;
+      }
+      let value;
+      try {
+        value = parse(payload);
+      } catch (e) {
+        waiter.reject(e);
+        return;
+      }
+      waiter.resolve(value);
+    },
+    setLogBudget: function (bytes) {
+      logBudget = bytes;
+    },
+    // The cell's value as JSON text, or its length (a number) when it exceeds `cap` UTF-16 units
+    // (so the worker never copies an oversized string).
+    encodeResult: function (value, cap) {
+      const s = toJson(value);
+      return s.length > cap ? s.length : s;
+    },
+    // [kind, message]: kind is "memory", "bridge_limit" or "error".
+    describeError: function (e) {
+      if (e === null) return ["memory", "null"];
+      if (InternalErrorCtor !== undefined && e instanceof InternalErrorCtor) {
+        const m = StringCtor(e.message);
+        if (m === "out of memory") return ["memory", "InternalError: out of memory"];
+      }
+      if (typeof e === "object" && apply(weakSetHas, limitErrors, [e])) {
+        return ["bridge_limit", StringCtor(e.message)];
+      }
+      return ["error", wellFormed(format(e))];
+    },
+  });
+})

@@ -1,0 +1,627 @@
+//! One cell on one worker, from the supervisor's side: the `Ready` handshake, sending the body,
+//! running bridge calls concurrently, the wall-clock kill, and classifying the end.
+//!
+//! Owns: [`ReadyWorker`] (a worker that reported `Ready`) and [`drive`].
+//! Never does: trust a frame (each is bounded by `frame_bytes`, parsed into a closed enum and
+//! validated); let a bridge future outlive its cell (in-flight calls are dropped, i.e. cancelled,
+//! when the cell ends); reuse a worker (it is killed when the cell ends).
+//! Invariants: the deadline starts when the body is sent; at the deadline the worker is SIGKILLed
+//! and the outcome is `Timeout`; a malformed, oversized or unexpected frame kills the worker with
+//! `ProtocolError`.
+
+use std::future::Future;
+use std::os::fd::OwnedFd;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::Poll;
+use std::time::{Duration, Instant};
+
+use serde_json::value::RawValue;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::UnixStream;
+
+use super::bridge::Bridge;
+use super::control::{WorkerExit, WorkerProcess};
+use super::error::SandboxError;
+use super::limits::Limits;
+use super::outcome::{CellResult, CellTelemetry, LimitKind, LogLine, Outcome};
+use super::protocol::{
+    self, Done, DoneStatus, HostFrame, ReplyResult, RunCell, SetupStage, Split, WorkerFrame,
+};
+use super::text::{strip_controls, truncate_to};
+
+/// How long to wait for the zygote's exit report after a worker's socket closed.
+const EXIT_REPORT_WAIT: Duration = Duration::from_secs(2);
+
+/// A forked worker that reported `Ready`.
+pub(crate) struct ReadyWorker {
+    pub(crate) process: WorkerProcess,
+    stream: UnixStream,
+    inbuf: Vec<u8>,
+}
+
+impl ReadyWorker {
+    /// The worker's pid.
+    pub(crate) fn pid(&self) -> u32 {
+        self.process.pid
+    }
+
+    /// Whether the worker died while idle.
+    pub(crate) fn is_dead(&self) -> bool {
+        self.process.exited().is_some()
+    }
+
+    /// Waits for `Ready` from a freshly forked worker, up to `limit`.
+    pub(crate) async fn handshake(
+        mut process: WorkerProcess,
+        limit: Duration,
+        frame_cap: usize,
+    ) -> Result<ReadyWorker, SandboxError> {
+        let Some(socket) = process.socket.take() else {
+            return Err(SandboxError::setup("the zygote sent no socket"));
+        };
+        let stream =
+            to_tokio(socket).map_err(|e| SandboxError::io("registering a worker socket", e))?;
+        let mut w = ReadyWorker {
+            process,
+            stream,
+            inbuf: Vec::new(),
+        };
+        let mut scratch = vec![0u8; 4096];
+        let deadline = tokio::time::Instant::now() + limit;
+        loop {
+            match protocol::split_frame(&w.inbuf, frame_cap) {
+                Split::Frame { len } => {
+                    let frame: Result<WorkerFrame, _> =
+                        serde_json::from_slice(&w.inbuf[protocol::HEADER..protocol::HEADER + len]);
+                    w.inbuf.drain(..protocol::HEADER + len);
+                    return match frame {
+                        Ok(WorkerFrame::Ready { pid }) if pid == w.process.pid => Ok(w),
+                        Ok(other) => Err(SandboxError::setup(format!(
+                            "expected Ready from worker {}, got {}",
+                            w.process.pid,
+                            frame_name(&other)
+                        ))),
+                        Err(e) => Err(SandboxError::setup(format!("malformed Ready frame: {e}"))),
+                    };
+                }
+                Split::TooLarge { len } => {
+                    return Err(SandboxError::setup(format!(
+                        "oversized first frame ({len} bytes)"
+                    )));
+                }
+                Split::Incomplete => {}
+            }
+            let read = tokio::time::timeout_at(deadline, w.stream.read(&mut scratch)).await;
+            match read {
+                Err(_) => {
+                    return Err(SandboxError::setup(format!(
+                        "worker {} did not report Ready within {} ms",
+                        w.process.pid,
+                        limit.as_millis()
+                    )));
+                }
+                Ok(Ok(0)) | Ok(Err(_)) => {
+                    let exit = w.process.wait_exit(EXIT_REPORT_WAIT).await;
+                    return Err(SandboxError::setup(describe_setup_exit(exit)));
+                }
+                Ok(Ok(n)) => w.inbuf.extend_from_slice(&scratch[..n]),
+            }
+        }
+    }
+
+    /// The supervisor's seccomp self-check: asks this worker to make a forbidden syscall and
+    /// reports how it died (`SeccompViolation` when the filter works).
+    pub(crate) async fn forbidden_syscall(mut self) -> Outcome {
+        let mut frame = Vec::new();
+        if protocol::encode(&HostFrame::ForbiddenSyscall, &mut frame).is_err()
+            || self.stream.write_all(&frame).await.is_err()
+        {
+            return Outcome::ProtocolError {
+                detail: "could not send the self-check".into(),
+            };
+        }
+        let mut scratch = [0u8; 256];
+        loop {
+            match tokio::time::timeout(Duration::from_secs(5), self.stream.read(&mut scratch)).await
+            {
+                Ok(Ok(0)) | Ok(Err(_)) => break,
+                Ok(Ok(_)) => continue,
+                Err(_) => {
+                    return Outcome::ProtocolError {
+                        detail: "the worker survived a forbidden syscall for 5 s".into(),
+                    };
+                }
+            }
+        }
+        let exit = self.process.wait_exit(EXIT_REPORT_WAIT).await;
+        classify_exit(exit, false)
+    }
+}
+
+fn to_tokio(socket: OwnedFd) -> std::io::Result<UnixStream> {
+    let std = std::os::unix::net::UnixStream::from(socket);
+    std.set_nonblocking(true)?;
+    UnixStream::from_std(std)
+}
+
+fn frame_name(f: &WorkerFrame) -> &'static str {
+    match f {
+        WorkerFrame::Ready { .. } => "Ready",
+        WorkerFrame::Call { .. } => "Call",
+        WorkerFrame::Done(_) => "Done",
+    }
+}
+
+fn describe_setup_exit(exit: Option<WorkerExit>) -> String {
+    match exit {
+        Some(WorkerExit::Code(c)) => match SetupStage::from_code(c) {
+            Some(stage) => format!(
+                "worker setup failed at {} (exit code {c})",
+                stage.describe()
+            ),
+            None => format!("worker exited with code {c} before Ready"),
+        },
+        Some(WorkerExit::Signal(s)) => format!(
+            "worker killed by signal {s} ({}) before Ready",
+            super::outcome::signal_name(s)
+        ),
+        Some(WorkerExit::Unknown) | None => "worker vanished before Ready".to_owned(),
+    }
+}
+
+/// How a worker that died without `Done` ended.
+fn classify_exit(exit: Option<WorkerExit>, killed_by_us: bool) -> Outcome {
+    match exit {
+        Some(WorkerExit::Signal(libc::SIGSYS)) => Outcome::SeccompViolation,
+        Some(WorkerExit::Signal(libc::SIGKILL)) if killed_by_us => Outcome::Timeout,
+        Some(WorkerExit::Signal(signal)) => Outcome::KilledBySignal { signal },
+        Some(WorkerExit::Code(c)) => Outcome::ProtocolError {
+            detail: match SetupStage::from_code(c) {
+                Some(stage) => {
+                    format!(
+                        "the worker exited with code {c} ({}) without a result",
+                        stage.describe()
+                    )
+                }
+                None => format!("the worker exited with code {c} without a result"),
+            },
+        },
+        Some(WorkerExit::Unknown) | None => Outcome::ProtocolError {
+            detail: "the worker vanished without a result".into(),
+        },
+    }
+}
+
+type CallFuture = Pin<Box<dyn Future<Output = (u64, Result<serde_json::Value, String>)> + Send>>;
+
+/// Bridge calls in flight, polled on the cell's own task (no cross-thread wake-ups); dropping
+/// the set cancels them.
+#[derive(Default)]
+struct InFlight(Vec<CallFuture>);
+
+impl InFlight {
+    fn next(&mut self) -> impl Future<Output = (u64, Result<serde_json::Value, String>)> + '_ {
+        std::future::poll_fn(move |cx| {
+            for i in 0..self.0.len() {
+                if let Poll::Ready(out) = self.0[i].as_mut().poll(cx) {
+                    drop(self.0.swap_remove(i));
+                    return Poll::Ready(out);
+                }
+            }
+            Poll::Pending
+        })
+    }
+}
+
+/// How the select loop ended.
+enum End {
+    Done(Done),
+    Outcome(Outcome),
+}
+
+/// Runs one cell on `worker`, which is consumed (killed at the end).
+pub(crate) async fn drive(
+    mut worker: ReadyWorker,
+    code: &str,
+    bridge: Arc<dyn Bridge>,
+    timeout: Duration,
+    limits: &Limits,
+    mut telemetry: CellTelemetry,
+) -> CellResult {
+    let cap = limits.frame_bytes;
+    let mut out = Vec::with_capacity(code.len() + 128);
+    let run = HostFrame::Run(RunCell {
+        code: code.to_owned(),
+        timeout_ms: u64::try_from(timeout.as_millis()).unwrap_or(u64::MAX),
+    });
+    if protocol::encode(&run, &mut out).is_err() || out.len() > cap + protocol::HEADER {
+        return CellResult::failed(
+            Outcome::LimitExceeded {
+                limit: LimitKind::ResultBytes,
+            },
+            telemetry,
+        );
+    }
+    let sent_at = Instant::now();
+    let deadline = tokio::time::Instant::from_std(sent_at + timeout);
+    let mut out_pos = 0usize;
+    let mut inflight = InFlight::default();
+    let mut calls = 0u32;
+    let mut last_id = 0u64;
+    let mut inbuf = std::mem::take(&mut worker.inbuf);
+    let sleep = tokio::time::sleep_until(deadline);
+    tokio::pin!(sleep);
+    let (mut rd, mut wr) = worker.stream.split();
+
+    let end = 'cell: loop {
+        tokio::select! {
+            biased;
+            () = &mut sleep => {
+                worker.process.kill();
+                telemetry.killed_at_deadline = true;
+                break 'cell End::Outcome(Outcome::Timeout);
+            }
+            // `read_buf` is cancel-safe and fills spare capacity without zeroing it first.
+            read = rd.read_buf(&mut inbuf), if reserve(&mut inbuf) => {
+                match read {
+                    Ok(0) | Err(_) => {
+                        let exit = worker.process.wait_exit(EXIT_REPORT_WAIT).await;
+                        break 'cell End::Outcome(classify_exit(exit, false));
+                    }
+                    Ok(_) => {}
+                }
+                let mut consumed = 0;
+                loop {
+                    let len = match protocol::split_frame(&inbuf[consumed..], cap) {
+                        Split::Incomplete => break,
+                        Split::TooLarge { len } => {
+                            break 'cell protocol_error(format!("oversized frame ({len} bytes > {cap})"));
+                        }
+                        Split::Frame { len } => len,
+                    };
+                    let body = &inbuf[consumed + protocol::HEADER..consumed + protocol::HEADER + len];
+                    consumed += protocol::HEADER + len;
+                    let frame: WorkerFrame = match serde_json::from_slice(body) {
+                        Ok(f) => f,
+                        Err(e) => break 'cell protocol_error(format!("malformed frame: {e}")),
+                    };
+                    match frame {
+                        WorkerFrame::Done(done) => break 'cell End::Done(done),
+                        WorkerFrame::Ready { .. } => {
+                            break 'cell protocol_error("unexpected Ready".into());
+                        }
+                        WorkerFrame::Call { id, op, args } => {
+                            if id <= last_id {
+                                break 'cell protocol_error(format!("bridge call id {id} reused"));
+                            }
+                            last_id = id;
+                            calls += 1;
+                            if calls > limits.bridge_calls {
+                                break 'cell protocol_error(format!(
+                                    "more than {} bridge calls (the worker must refuse them)",
+                                    limits.bridge_calls
+                                ));
+                            }
+                            let args: serde_json::Value = match serde_json::from_str(args.get()) {
+                                Ok(v @ serde_json::Value::Array(_)) => v,
+                                _ => break 'cell protocol_error("bridge arguments are not a JSON array".into()),
+                            };
+                            let bridge = bridge.clone();
+                            inflight.0.push(Box::pin(async move { (id, bridge.invoke(op, args).await) }));
+                        }
+                    }
+                }
+                inbuf.drain(..consumed);
+            }
+            written = wr.write(&out[out_pos..]), if out_pos < out.len() => {
+                match written {
+                    Ok(n) => {
+                        out_pos += n;
+                        if out_pos == out.len() {
+                            out.clear();
+                            out_pos = 0;
+                        }
+                    }
+                    // The worker is gone; the read side reports how.
+                    Err(_) => {
+                        out.clear();
+                        out_pos = 0;
+                    }
+                }
+            }
+            (id, result) = inflight.next(), if !inflight.0.is_empty() => {
+                encode_reply(id, result, cap, &mut out);
+            }
+        }
+    };
+    drop(inflight);
+    worker.process.kill();
+    telemetry.worker_pid = worker.process.pid;
+    telemetry.run_ms = sent_at.elapsed().as_secs_f64() * 1e3;
+    telemetry.bridge_calls = calls;
+    match end {
+        End::Outcome(outcome) => CellResult::failed(outcome, telemetry),
+        End::Done(done) => finish(done, limits, telemetry),
+    }
+}
+
+/// Keeps at least 16 KiB of spare capacity for the next read (always `true`, for `select!`).
+fn reserve(buf: &mut Vec<u8>) -> bool {
+    if buf.capacity() - buf.len() < 16 * 1024 {
+        buf.reserve(64 * 1024);
+    }
+    true
+}
+
+fn protocol_error(detail: String) -> End {
+    End::Outcome(Outcome::ProtocolError { detail })
+}
+
+fn encode_reply(id: u64, result: Result<serde_json::Value, String>, cap: usize, out: &mut Vec<u8>) {
+    let result = match result {
+        Ok(v) => match serde_json::value::to_raw_value(&v) {
+            Ok(raw) if raw.get().len() + 64 <= cap => ReplyResult::Ok(raw),
+            Ok(raw) => ReplyResult::Err(format!(
+                "the tool result is too large for the sandbox ({} bytes, at most {}); ask for less",
+                raw.get().len(),
+                cap - 64
+            )),
+            Err(e) => ReplyResult::Err(format!("the tool result could not be encoded: {e}")),
+        },
+        Err(mut message) => {
+            truncate_to(&mut message, cap / 2);
+            ReplyResult::Err(message)
+        }
+    };
+    let frame = HostFrame::Reply { id, result };
+    if protocol::encode(&frame, out).is_err() {
+        let fallback = HostFrame::Reply {
+            id,
+            result: ReplyResult::Err("the tool result could not be encoded".into()),
+        };
+        let _ = protocol::encode(&fallback, out);
+    }
+}
+
+/// Validates the worker's `Done` and builds the result (never trusting its counters).
+fn finish(done: Done, limits: &Limits, mut telemetry: CellTelemetry) -> CellResult {
+    let (logs, log_bytes, cut) = revalidate_logs(done.logs, limits.log_bytes);
+    telemetry.log_bytes = log_bytes;
+    telemetry.logs_dropped = done.logs_dropped.saturating_add(cut);
+    let logs_truncated = telemetry.logs_dropped > 0;
+    let mut value = None;
+    let outcome = match done.status {
+        // A JSON `null` value arrives as `None` (serde's Option), so `None` means null here.
+        DoneStatus::Ok => match done
+            .value
+            .as_deref()
+            .map_or(Ok(serde_json::Value::Null), parse_result)
+        {
+            Ok(v) => {
+                let bytes = done.value.as_deref().map_or(4, |r| r.get().len());
+                telemetry.result_bytes = bytes;
+                if bytes > limits.result_bytes {
+                    Outcome::LimitExceeded {
+                        limit: LimitKind::ResultBytes,
+                    }
+                } else {
+                    value = Some(v);
+                    Outcome::Ok
+                }
+            }
+            Err(e) => Outcome::ProtocolError {
+                detail: format!("the result is not valid JSON: {e}"),
+            },
+        },
+        DoneStatus::JsError => {
+            let mut message = strip_controls(done.error.as_deref().unwrap_or("error")).into_owned();
+            truncate_to(&mut message, 8 * 1024);
+            Outcome::JsError { message }
+        }
+        DoneStatus::Timeout => Outcome::Timeout,
+        DoneStatus::Memory => Outcome::Memory,
+        DoneStatus::ResultTooLarge => {
+            telemetry.result_bytes = done.result_bytes;
+            Outcome::LimitExceeded {
+                limit: LimitKind::ResultBytes,
+            }
+        }
+        DoneStatus::BridgeCallLimit => Outcome::LimitExceeded {
+            limit: LimitKind::BridgeCalls,
+        },
+    };
+    CellResult {
+        outcome,
+        value,
+        logs,
+        logs_truncated,
+        telemetry,
+    }
+}
+
+fn parse_result(raw: &RawValue) -> Result<serde_json::Value, serde_json::Error> {
+    serde_json::from_str(raw.get())
+}
+
+/// Strips control sequences again and enforces the byte cap on the supervisor's side.
+fn revalidate_logs(lines: Vec<LogLine>, cap: usize) -> (Vec<LogLine>, usize, usize) {
+    let mut remaining = cap;
+    let mut bytes = 0;
+    let mut cut = 0;
+    let mut kept = Vec::with_capacity(lines.len());
+    for mut line in lines {
+        if remaining == 0 {
+            cut += 1;
+            continue;
+        }
+        if let std::borrow::Cow::Owned(s) = strip_controls(&line.text) {
+            line.text = s;
+        }
+        let cost = line.text.len() + 1;
+        if cost > remaining {
+            truncate_to(&mut line.text, remaining.saturating_sub(1));
+            remaining = 0;
+            cut += 1;
+        } else {
+            remaining -= cost;
+        }
+        bytes += line.text.len();
+        kept.push(line);
+    }
+    (kept, bytes, cut)
+}
+
+#[cfg(test)]
+mod tests {
+    //! The supervisor's side of the protocol against a fake worker that misbehaves.
+    use std::io::Write;
+
+    use super::*;
+    use crate::sandbox::outcome::LogLevel;
+
+    struct NoBridge;
+
+    #[async_trait::async_trait]
+    impl Bridge for NoBridge {
+        async fn invoke(
+            &self,
+            _op: super::super::bridge::BridgeOp,
+            _args: serde_json::Value,
+        ) -> Result<serde_json::Value, String> {
+            Ok(serde_json::Value::Null)
+        }
+    }
+
+    /// Runs a cell against a fake worker that sends `bytes` and then closes its socket.
+    async fn against(bytes: Vec<u8>) -> CellResult {
+        let (ours, theirs) =
+            std::os::unix::net::UnixStream::pair().unwrap_or_else(|e| panic!("{e}"));
+        ours.set_nonblocking(true).unwrap_or_else(|e| panic!("{e}"));
+        let writer = std::thread::spawn(move || {
+            let mut theirs = theirs;
+            let _ = theirs.write_all(&bytes);
+            // Keep the socket open briefly so the frames are read before EOF.
+            std::thread::sleep(Duration::from_millis(50));
+        });
+        let worker = ReadyWorker {
+            process: WorkerProcess::fake(),
+            stream: UnixStream::from_std(ours).unwrap_or_else(|e| panic!("{e}")),
+            inbuf: Vec::new(),
+        };
+        let limits = Limits::default().clamped();
+        let r = drive(
+            worker,
+            "return 1",
+            Arc::new(NoBridge),
+            Duration::from_secs(5),
+            &limits,
+            CellTelemetry::default(),
+        )
+        .await;
+        let _ = writer.join();
+        r
+    }
+
+    fn frame(msg: &WorkerFrame) -> Vec<u8> {
+        let mut out = Vec::new();
+        protocol::encode(msg, &mut out).unwrap_or_else(|e| panic!("{e}"));
+        out
+    }
+
+    fn raw(json: &str) -> Vec<u8> {
+        let mut out = (json.len() as u32).to_le_bytes().to_vec();
+        out.extend_from_slice(json.as_bytes());
+        out
+    }
+
+    fn protocol_detail(r: &CellResult) -> &str {
+        match &r.outcome {
+            Outcome::ProtocolError { detail } => detail,
+            other => panic!("expected a protocol error, got {other:?}"),
+        }
+    }
+
+    #[tokio::test]
+    async fn oversized_frame_is_a_protocol_error() {
+        let r = against(u32::MAX.to_le_bytes().to_vec()).await;
+        assert!(protocol_detail(&r).starts_with("oversized frame"), "{r:?}");
+    }
+
+    #[tokio::test]
+    async fn malformed_frame_is_a_protocol_error() {
+        let r = against(raw("{not json")).await;
+        assert!(protocol_detail(&r).starts_with("malformed frame"), "{r:?}");
+        let r = against(raw("{\"launch_missiles\":{}}")).await;
+        assert!(protocol_detail(&r).starts_with("malformed frame"), "{r:?}");
+    }
+
+    #[tokio::test]
+    async fn unexpected_ready_is_a_protocol_error() {
+        let r = against(frame(&WorkerFrame::Ready { pid: 1 })).await;
+        assert_eq!(protocol_detail(&r), "unexpected Ready");
+    }
+
+    #[tokio::test]
+    async fn reused_call_id_is_a_protocol_error() {
+        let call = |id| {
+            raw(&format!(
+                "{{\"call\":{{\"id\":{id},\"op\":\"search\",\"args\":[]}}}}"
+            ))
+        };
+        let mut bytes = call(1);
+        bytes.extend(call(1));
+        let r = against(bytes).await;
+        assert_eq!(protocol_detail(&r), "bridge call id 1 reused");
+    }
+
+    #[tokio::test]
+    async fn non_array_arguments_are_a_protocol_error() {
+        let r = against(raw(
+            "{\"call\":{\"id\":1,\"op\":\"call\",\"args\":{\"a\":1}}}",
+        ))
+        .await;
+        assert_eq!(protocol_detail(&r), "bridge arguments are not a JSON array");
+    }
+
+    #[tokio::test]
+    async fn early_exit_is_a_protocol_error() {
+        let r = against(Vec::new()).await;
+        assert_eq!(protocol_detail(&r), "the worker vanished without a result");
+    }
+
+    #[tokio::test]
+    async fn done_is_revalidated() {
+        let done = Done {
+            status: DoneStatus::Ok,
+            value: Some(RawValue::from_string("[1]".into()).unwrap_or_else(|e| panic!("{e}"))),
+            error: None,
+            logs: vec![
+                LogLine {
+                    level: LogLevel::Log,
+                    text: "\u{1b}[31mred".into(),
+                },
+                LogLine {
+                    level: LogLevel::Log,
+                    text: "x".repeat(200_000),
+                },
+            ],
+            logs_dropped: 0,
+            log_bytes: 0,
+            bridge_calls: 99,
+            result_bytes: 3,
+        };
+        let r = against(frame(&WorkerFrame::Done(done))).await;
+        assert_eq!(r.outcome, Outcome::Ok);
+        assert_eq!(r.value, Some(serde_json::json!([1])));
+        assert_eq!(r.logs[0].text, "[31mred");
+        assert!(r.logs_truncated);
+        assert!(
+            r.logs.iter().map(|l| l.text.len() + 1).sum::<usize>() <= Limits::default().log_bytes
+        );
+        assert_eq!(
+            r.telemetry.bridge_calls, 0,
+            "the supervisor counts calls itself"
+        );
+    }
+}

@@ -1,0 +1,731 @@
+//! The QuickJS isolate inside a worker: runtime limits, the bridge prelude and the cell's event
+//! loop (R-8.1–R-8.5).
+//!
+//! Owns: the heap-limiting allocator, the interrupt handler, the native `host` functions the
+//! prelude captures, and [`Isolate::serve`], which runs exactly one request.
+//! Never does: anything before the worker is hardened; reach the filesystem or network (there is
+//! no binding for either); run a job after the deadline; copy a guest string that exceeds its cap.
+//! Invariants: the heap is bounded by `memory_limit` (allocations beyond it fail and set
+//! [`HeapBudget::refused`]); the interrupt handler fires from `deadline - INTERRUPT_MARGIN` on; a
+//! started bridge call is answered before `Done` (drain); the result is at most `result_bytes`.
+
+use std::cell::{Cell, RefCell};
+use std::collections::BTreeSet;
+use std::rc::Rc;
+use std::time::{Duration, Instant};
+
+use rquickjs::allocator::Allocator;
+use rquickjs::context::intrinsic;
+use rquickjs::promise::PromiseState;
+use rquickjs::{Context, Ctx, Function, Object, Runtime, Value, qjs};
+use serde_json::value::RawValue;
+
+use super::bridge::BridgeOp;
+use super::outcome::{LogLevel, LogLine};
+use super::protocol::{
+    self, Done, DoneStatus, HostFrame, ReplyResult, RunCell, SetupStage, WorkerConfig, WorkerFrame,
+};
+use super::text::{repair_lone_surrogates, strip_controls, truncate_to};
+use super::worker::{Channel, ChannelError};
+
+/// The prelude, embedded at build time.
+const PRELUDE: &str = include_str!("../../js/prelude.js");
+
+/// How long before the supervisor's kill the interrupt handler starts firing, so that a timeout
+/// caught inside the engine still reports the cell's logs.
+pub(crate) const INTERRUPT_MARGIN: Duration = Duration::from_millis(20);
+
+/// Flush queued `Call` frames once this many bytes are waiting, even while JS is still running.
+const EAGER_FLUSH_BYTES: usize = 64 * 1024;
+
+/// The QuickJS heap budget, shared with [`LimitedAllocator`].
+pub(crate) struct HeapBudget {
+    used: Cell<usize>,
+    limit: usize,
+    refused: Cell<bool>,
+}
+
+impl HeapBudget {
+    /// Whether an allocation was refused since the isolate was built.
+    pub(crate) fn refused(&self) -> bool {
+        self.refused.get()
+    }
+}
+
+/// libc malloc with a byte budget. Enforcing the limit here (instead of QuickJS's
+/// `set_memory_limit`) lets the worker tell an out-of-memory failure apart from a guest that
+/// throws `null` or a look-alike error.
+struct LimitedAllocator(Rc<HeapBudget>);
+
+impl LimitedAllocator {
+    fn admit(&self, current: usize, size: usize) -> bool {
+        let ok = self
+            .0
+            .used
+            .get()
+            .saturating_sub(current)
+            .checked_add(size)
+            .is_some_and(|total| total <= self.0.limit);
+        if !ok {
+            self.0.refused.set(true);
+        }
+        ok
+    }
+
+    fn account(&self, freed: usize, ptr: *mut u8) -> *mut u8 {
+        if ptr.is_null() {
+            self.0.refused.set(true);
+            return ptr;
+        }
+        // SAFETY: ptr was just returned by libc malloc/calloc/realloc.
+        let size = unsafe { libc::malloc_usable_size(ptr.cast()) };
+        self.0
+            .used
+            .set(self.0.used.get().saturating_sub(freed) + size);
+        ptr
+    }
+}
+
+// SAFETY: every pointer comes from libc malloc/calloc/realloc (aligned to at least 16 bytes) and is
+// released with libc free; usable_size is libc's malloc_usable_size on those pointers.
+unsafe impl Allocator for LimitedAllocator {
+    fn alloc(&mut self, size: usize) -> *mut u8 {
+        if !self.admit(0, size) {
+            return std::ptr::null_mut();
+        }
+        // SAFETY: plain malloc.
+        self.account(0, unsafe { libc::malloc(size) }.cast())
+    }
+
+    fn calloc(&mut self, count: usize, size: usize) -> *mut u8 {
+        let Some(total) = count.checked_mul(size) else {
+            self.0.refused.set(true);
+            return std::ptr::null_mut();
+        };
+        if !self.admit(0, total) {
+            return std::ptr::null_mut();
+        }
+        // SAFETY: plain calloc.
+        self.account(0, unsafe { libc::calloc(count, size) }.cast())
+    }
+
+    unsafe fn dealloc(&mut self, ptr: *mut u8) {
+        // SAFETY: the caller passes a pointer from this allocator.
+        let size = unsafe { libc::malloc_usable_size(ptr.cast()) };
+        self.0.used.set(self.0.used.get().saturating_sub(size));
+        // SAFETY: as above.
+        unsafe { libc::free(ptr.cast()) };
+    }
+
+    unsafe fn realloc(&mut self, ptr: *mut u8, new_size: usize) -> *mut u8 {
+        if ptr.is_null() {
+            return self.alloc(new_size);
+        }
+        // SAFETY: the caller passes a pointer from this allocator.
+        let old = unsafe { libc::malloc_usable_size(ptr.cast()) };
+        if new_size == 0 {
+            // SAFETY: as above.
+            unsafe { self.dealloc(ptr) };
+            return std::ptr::null_mut();
+        }
+        if !self.admit(old, new_size) {
+            return std::ptr::null_mut();
+        }
+        // SAFETY: as above; on failure the old block stays valid and accounted.
+        let new = unsafe { libc::realloc(ptr.cast(), new_size) }.cast::<u8>();
+        if new.is_null() {
+            self.0.refused.set(true);
+            return new;
+        }
+        self.account(old, new)
+    }
+
+    unsafe fn usable_size(ptr: *mut u8) -> usize {
+        // SAFETY: the caller passes a pointer from this allocator.
+        unsafe { libc::malloc_usable_size(ptr.cast()) }
+    }
+}
+
+/// One QuickJS runtime and context, built before the seccomp filter and used for one request.
+pub(crate) struct Isolate {
+    // Field order matters for drop: the context before its runtime.
+    context: Context,
+    _runtime: Runtime,
+    deadline: Rc<Cell<Option<Instant>>>,
+    heap: Rc<HeapBudget>,
+}
+
+/// What [`Isolate::serve`] did.
+pub(crate) enum Served {
+    /// A cell ran and its `Done` frame was sent.
+    Done,
+    /// The forbidden-syscall self-check returned, i.e. the filter is not working.
+    FilterInactive,
+}
+
+/// Native-side state of the running cell, shared with the `host` functions.
+struct Shared {
+    chan: Channel,
+    out: Vec<u8>,
+    next_id: u64,
+    started: u32,
+    cap: u32,
+    outstanding: BTreeSet<u64>,
+    logs: Vec<LogLine>,
+    log_remaining: usize,
+    log_bytes: usize,
+    logs_dropped: usize,
+    io_failed: bool,
+}
+
+impl Shared {
+    fn flush(&mut self) {
+        if self.out.is_empty() || self.io_failed {
+            return;
+        }
+        if self.chan.send(&self.out).is_err() {
+            self.io_failed = true;
+        }
+        self.out.clear();
+    }
+
+    /// `host.call`: queue a `Call` frame. Returns the id, or a refusal message for the guest.
+    fn start_call(&mut self, op: &str, args: String) -> Result<u64, String> {
+        let op = match op {
+            "search" => BridgeOp::Search,
+            "describe" => BridgeOp::Describe,
+            "call" => BridgeOp::Call,
+            other => return Err(format!("unknown bridge operation `{other}`")),
+        };
+        if self.started >= self.cap {
+            return Err(format!(
+                "bridge call limit reached: a cell may start at most {} bridge calls; split the \
+                 work across cells",
+                self.cap
+            ));
+        }
+        let cap = self.chan.frame_cap();
+        if args.len() + 128 > cap {
+            return Err(format!(
+                "bridge arguments too large ({} bytes, at most {} per call); pass less data",
+                args.len(),
+                cap - 128
+            ));
+        }
+        let Ok(args) = RawValue::from_string(repair_lone_surrogates(args)) else {
+            return Err("bridge arguments are not valid JSON".to_owned());
+        };
+        let id = self.next_id;
+        self.next_id += 1;
+        if protocol::encode(&WorkerFrame::Call { id, op, args }, &mut self.out).is_err() {
+            return Err("bridge arguments could not be encoded".to_owned());
+        }
+        self.started += 1;
+        self.outstanding.insert(id);
+        if self.out.len() >= EAGER_FLUSH_BYTES {
+            self.flush();
+        }
+        Ok(id)
+    }
+
+    /// `host.log`: keep what fits the budget, count the rest. Returns the remaining budget.
+    fn log(&mut self, level: i32, text: &str) -> usize {
+        if self.log_remaining == 0 {
+            self.logs_dropped += 1;
+            return 0;
+        }
+        let level = match level {
+            1 => LogLevel::Warn,
+            2 => LogLevel::Error,
+            _ => LogLevel::Log,
+        };
+        let mut text = strip_controls(text).into_owned();
+        let cost = text.len() + 1;
+        if cost <= self.log_remaining {
+            self.log_remaining -= cost;
+        } else {
+            truncate_to(&mut text, self.log_remaining.saturating_sub(1));
+            self.log_remaining = 0;
+            self.logs_dropped += 1;
+        }
+        self.log_bytes += text.len();
+        self.logs.push(LogLine { level, text });
+        self.log_remaining
+    }
+}
+
+/// The prelude's internals, looked up once before `Ready`.
+struct Internals<'js> {
+    settle: Function<'js>,
+    encode_result: Function<'js>,
+    describe_error: Function<'js>,
+    result_bytes: usize,
+}
+
+impl<'js> Internals<'js> {
+    fn new(object: Object<'js>, caps: &WorkerConfig) -> rquickjs::Result<Internals<'js>> {
+        let set_budget: Function = object.get("setLogBudget")?;
+        set_budget.call::<_, ()>((caps.log_bytes as f64,))?;
+        Ok(Internals {
+            settle: object.get("settle")?,
+            encode_result: object.get("encodeResult")?,
+            describe_error: object.get("describeError")?,
+            result_bytes: caps.result_bytes,
+        })
+    }
+}
+
+/// How the cell's promise ended, before classification.
+enum Settled<'js> {
+    Value(Value<'js>),
+    Threw(Value<'js>),
+    TimedOut,
+    NeverSettles,
+    Io,
+}
+
+impl Isolate {
+    /// Builds the runtime (heap budget, stack limit, interrupt handler) and a context with only
+    /// the intrinsics a cell needs (no module loader, no `performance`, no I/O).
+    pub(crate) fn new(memory_limit: usize, max_stack: usize) -> Result<Isolate, rquickjs::Error> {
+        let heap = Rc::new(HeapBudget {
+            used: Cell::new(0),
+            limit: memory_limit,
+            refused: Cell::new(false),
+        });
+        let runtime = Runtime::new_with_alloc(LimitedAllocator(heap.clone()))?;
+        runtime.set_max_stack_size(max_stack);
+        let deadline: Rc<Cell<Option<Instant>>> = Rc::new(Cell::new(None));
+        let d = deadline.clone();
+        runtime.set_interrupt_handler(Some(Box::new(move || {
+            d.get().is_some_and(|at| Instant::now() >= at)
+        })));
+        let context = Context::custom::<(
+            intrinsic::Date,
+            intrinsic::Eval,
+            intrinsic::RegExpCompiler,
+            intrinsic::RegExp,
+            intrinsic::Json,
+            intrinsic::Proxy,
+            intrinsic::MapSet,
+            intrinsic::TypedArrays,
+            intrinsic::Promise,
+            intrinsic::WeakRef,
+        )>(&runtime)?;
+        Ok(Isolate {
+            context,
+            _runtime: runtime,
+            deadline,
+            heap,
+        })
+    }
+
+    /// Loads the prelude, calls `ready` (install seccomp, send `Ready`), then serves exactly one
+    /// request from `chan`.
+    pub(crate) fn serve(
+        &self,
+        chan: Channel,
+        caps: &WorkerConfig,
+        prelude: Option<&[u8]>,
+        ready: impl FnOnce(&mut Channel) -> Result<(), SetupStage>,
+    ) -> Result<Served, SetupStage> {
+        self.context.with(|ctx| {
+            let shared = Rc::new(RefCell::new(Shared {
+                chan,
+                out: Vec::new(),
+                next_id: 1,
+                started: 0,
+                cap: caps.bridge_calls,
+                outstanding: BTreeSet::new(),
+                logs: Vec::new(),
+                log_remaining: caps.log_bytes,
+                log_bytes: 0,
+                logs_dropped: 0,
+                io_failed: false,
+            }));
+            let internals =
+                load_prelude(&ctx, &shared, prelude).map_err(|_| SetupStage::Prelude)?;
+            let internals = Internals::new(internals, caps).map_err(|_| SetupStage::Prelude)?;
+            warm_up(&ctx);
+            let frame = {
+                let mut s = shared.borrow_mut();
+                ready(&mut s.chan)?;
+                s.chan.recv(None).map_err(|_| SetupStage::Handshake)?
+            };
+            match frame {
+                Some(HostFrame::Run(run)) => self.run_cell(&ctx, &internals, &shared, &run),
+                Some(HostFrame::ForbiddenSyscall) => {
+                    super::harden::forbidden_syscall();
+                    Ok(Served::FilterInactive)
+                }
+                Some(HostFrame::Reply { .. }) | None => Err(SetupStage::Handshake),
+            }
+        })
+    }
+
+    fn run_cell<'js>(
+        &self,
+        ctx: &Ctx<'js>,
+        internals: &Internals<'js>,
+        shared: &Rc<RefCell<Shared>>,
+        run: &RunCell,
+    ) -> Result<Served, SetupStage> {
+        let start = Instant::now();
+        let hard = start + Duration::from_millis(run.timeout_ms);
+        let soft = hard
+            .checked_sub(INTERRUPT_MARGIN)
+            .unwrap_or(start)
+            .max(start);
+        self.deadline.set(Some(soft));
+
+        let settled = drive(ctx, shared, &internals.settle, &run.code, soft);
+        let mut done = Done {
+            status: DoneStatus::Ok,
+            value: None,
+            error: None,
+            logs: Vec::new(),
+            logs_dropped: 0,
+            log_bytes: 0,
+            bridge_calls: 0,
+            result_bytes: 0,
+        };
+        match settled {
+            Settled::Io => return Err(SetupStage::Io),
+            Settled::TimedOut => done.status = DoneStatus::Timeout,
+            // Out of memory inside a job leaves the chain pending: report the cause.
+            Settled::NeverSettles if self.heap.refused() => done.status = DoneStatus::Memory,
+            Settled::NeverSettles => {
+                done.status = DoneStatus::JsError;
+                done.error = Some(
+                    "the cell awaits a promise that can never settle (no bridge call is pending \
+                     and the sandbox has no timers); await openclaw.tools calls or return a value"
+                        .to_owned(),
+                );
+            }
+            Settled::Threw(e) => self.classify_error(ctx, internals, e, soft, &mut done),
+            Settled::Value(v) => self.encode_result(ctx, internals, v, soft, &mut done),
+        }
+        let mut s = shared.borrow_mut();
+        done.logs = std::mem::take(&mut s.logs);
+        done.logs_dropped = s.logs_dropped;
+        done.log_bytes = s.log_bytes;
+        done.bridge_calls = s.started;
+        if protocol::encode(&WorkerFrame::Done(done), &mut s.out).is_err() {
+            return Err(SetupStage::Io);
+        }
+        s.flush();
+        if s.io_failed {
+            return Err(SetupStage::Io);
+        }
+        Ok(Served::Done)
+    }
+
+    fn classify_error<'js>(
+        &self,
+        ctx: &Ctx<'js>,
+        internals: &Internals<'js>,
+        e: Value<'js>,
+        soft: Instant,
+        done: &mut Done,
+    ) {
+        if Instant::now() >= soft {
+            done.status = DoneStatus::Timeout;
+            return;
+        }
+        let described: Option<(String, String)> = internals
+            .describe_error
+            .call::<_, Vec<String>>((e,))
+            .ok()
+            .and_then(|v| {
+                let mut it = v.into_iter();
+                Some((it.next()?, it.next()?))
+            });
+        let (kind, message) = match described {
+            Some(d) => d,
+            None => {
+                let _ = ctx.catch();
+                if Instant::now() >= soft {
+                    done.status = DoneStatus::Timeout;
+                    return;
+                }
+                (
+                    "memory".to_owned(),
+                    "uncaught exception (unprintable)".to_owned(),
+                )
+            }
+        };
+        done.status = match kind.as_str() {
+            "memory" if self.heap.refused() => DoneStatus::Memory,
+            "bridge_limit" => DoneStatus::BridgeCallLimit,
+            _ => DoneStatus::JsError,
+        };
+        let mut message = message;
+        truncate_to(&mut message, 8 * 1024);
+        done.error = Some(message);
+    }
+
+    fn encode_result<'js>(
+        &self,
+        ctx: &Ctx<'js>,
+        internals: &Internals<'js>,
+        v: Value<'js>,
+        soft: Instant,
+        done: &mut Done,
+    ) {
+        let encoded = internals
+            .encode_result
+            .call::<_, Value>((v, internals.result_bytes as f64));
+        let encoded = match encoded {
+            Ok(e) => e,
+            Err(_) => {
+                let e = ctx.catch();
+                self.classify_error(ctx, internals, e, soft, done);
+                if done.status == DoneStatus::JsError {
+                    done.error = Some(format!(
+                        "the cell's return value could not be encoded as JSON: {}",
+                        done.error.take().unwrap_or_default()
+                    ));
+                }
+                return;
+            }
+        };
+        if let Some(len) = encoded.as_number() {
+            done.status = DoneStatus::ResultTooLarge;
+            done.result_bytes = len as usize;
+            return;
+        }
+        let text = encoded.as_string().and_then(|s| s.to_string().ok());
+        let Some(text) = text else {
+            done.status = DoneStatus::JsError;
+            done.error = Some("the cell's return value could not be encoded as JSON".to_owned());
+            return;
+        };
+        done.result_bytes = text.len();
+        if text.len() > internals.result_bytes {
+            done.status = DoneStatus::ResultTooLarge;
+            return;
+        }
+        match RawValue::from_string(repair_lone_surrogates(text)) {
+            Ok(raw) => {
+                done.status = DoneStatus::Ok;
+                done.value = Some(raw);
+            }
+            Err(e) => {
+                done.status = DoneStatus::JsError;
+                done.error = Some(format!("the cell's return value is not valid JSON: {e}"));
+            }
+        }
+    }
+}
+
+/// Trusted code run once before `Ready`, off the cell's timed path: it walks the paths a cell
+/// takes (compile an async function, await a thenable, JSON both ways) so their code pages and
+/// heap arenas are faulted in before the first guest byte arrives.
+const WARM_UP: &str = "(async function () {\n\
+  const v = await { then(r) { r([{ id: 'a', n: 1 }]); } };\n\
+  const s = JSON.stringify({ v, x: [1, 2, 3].map((n) => n * 2), y: 's' + v.length });\n\
+  return JSON.parse(s).x.length;\n\
+})()";
+
+fn warm_up(ctx: &Ctx<'_>) {
+    if ctx.eval::<Value, _>(WARM_UP).is_err() {
+        let _ = ctx.catch();
+    }
+    while ctx.execute_pending_job() {}
+}
+
+/// Compiles the prelude to QuickJS bytecode. The zygote does this once; each worker then loads
+/// the bytecode (~40 µs) instead of parsing the source (~500 µs on this class of machine).
+/// `None` if compiling fails (workers then parse the source).
+pub(crate) fn compile_prelude() -> Option<Vec<u8>> {
+    let runtime = Runtime::new().ok()?;
+    let context = Context::custom::<(intrinsic::Eval,)>(&runtime).ok()?;
+    context.with(|ctx| {
+        let raw = ctx.as_raw().as_ptr();
+        let source = std::ffi::CString::new(PRELUDE).ok()?;
+        let flags = (qjs::JS_EVAL_TYPE_GLOBAL | qjs::JS_EVAL_FLAG_COMPILE_ONLY) as i32;
+        // SAFETY: a NUL-terminated source of the given length, a static file name, a live context.
+        let compiled = unsafe {
+            qjs::JS_Eval(
+                raw,
+                source.as_ptr(),
+                PRELUDE.len() as _,
+                c"prelude.js".as_ptr(),
+                flags,
+            )
+        };
+        // SAFETY: JS_IsException only inspects the tag.
+        if unsafe { qjs::JS_IsException(compiled) } {
+            let _ = ctx.catch();
+            return None;
+        }
+        let mut size: qjs::size_t = 0;
+        // SAFETY: `compiled` is a live function object; the buffer is freed with js_free below.
+        let buf = unsafe {
+            qjs::JS_WriteObject(raw, &mut size, compiled, qjs::JS_WRITE_OBJ_BYTECODE as i32)
+        };
+        // SAFETY: we own `compiled` and release it exactly once.
+        unsafe { qjs::JS_FreeValue(raw, compiled) };
+        if buf.is_null() {
+            let _ = ctx.catch();
+            return None;
+        }
+        // SAFETY: JS_WriteObject returned `size` readable bytes at `buf`, which we copy, then free.
+        let bytes = unsafe { std::slice::from_raw_parts(buf, size as usize).to_vec() };
+        // SAFETY: `buf` came from QuickJS's allocator for this context.
+        unsafe { qjs::js_free(raw, buf.cast()) };
+        Some(bytes)
+    })
+}
+
+/// The prelude's function: from the zygote's bytecode when available (only ever bytes this binary
+/// produced), else parsed from source.
+fn prelude_function<'js>(
+    ctx: &Ctx<'js>,
+    bytecode: Option<&[u8]>,
+) -> rquickjs::Result<Function<'js>> {
+    if let Some(bytes) = bytecode {
+        let raw = ctx.as_raw().as_ptr();
+        // SAFETY: the bytes were written by JS_WriteObject of this same QuickJS build in the zygote.
+        let object = unsafe {
+            qjs::JS_ReadObject(
+                raw,
+                bytes.as_ptr(),
+                bytes.len() as _,
+                qjs::JS_READ_OBJ_BYTECODE as i32,
+            )
+        };
+        // SAFETY: tag checks; JS_EvalFunction takes ownership of `object`.
+        unsafe {
+            if !qjs::JS_IsException(object) {
+                let value = qjs::JS_EvalFunction(raw, object);
+                if !qjs::JS_IsException(value)
+                    && let Some(f) = Value::from_raw(ctx.clone(), value).into_function()
+                {
+                    return Ok(f);
+                }
+            }
+        }
+        let _ = ctx.catch();
+    }
+    ctx.eval(PRELUDE)
+}
+
+/// Evaluates the prelude and calls it with the native `host` object; returns its internals.
+fn load_prelude<'js>(
+    ctx: &Ctx<'js>,
+    shared: &Rc<RefCell<Shared>>,
+    bytecode: Option<&[u8]>,
+) -> Result<Object<'js>, rquickjs::Error> {
+    let host = Object::new(ctx.clone())?;
+    let s = shared.clone();
+    host.set(
+        "call",
+        Function::new(
+            ctx.clone(),
+            move |ctx: Ctx<'js>, op: String, args: String| -> rquickjs::Result<Value<'js>> {
+                let started = s.borrow_mut().start_call(&op, args);
+                match started {
+                    Ok(id) => Ok(Value::new_number(ctx, id as f64)),
+                    Err(message) => Ok(rquickjs::String::from_str(ctx, &message)?.into_value()),
+                }
+            },
+        )?,
+    )?;
+    let s = shared.clone();
+    host.set(
+        "log",
+        Function::new(ctx.clone(), move |level: i32, text: String| -> f64 {
+            s.borrow_mut().log(level, &text) as f64
+        })?,
+    )?;
+    let prelude = prelude_function(ctx, bytecode)?;
+    prelude.call((host,))
+}
+
+/// Runs the cell body and its job queue, answering bridge calls, until the cell's promise settled
+/// and no started call is outstanding, or the deadline passed.
+fn drive<'js>(
+    ctx: &Ctx<'js>,
+    shared: &Rc<RefCell<Shared>>,
+    settle: &Function<'js>,
+    code: &str,
+    soft: Instant,
+) -> Settled<'js> {
+    // The body shares its first line with the wrapper so guest line numbers stay right.
+    let source = format!("(async function () {{ {code}\n}})");
+    let body: Function = match ctx.eval(source) {
+        Ok(f) => f,
+        Err(_) => return threw(ctx, soft),
+    };
+    let promise = match body.call::<_, Value>(()) {
+        Ok(v) => match v.into_promise() {
+            Some(p) => p,
+            None => return threw(ctx, soft),
+        },
+        Err(_) => return threw(ctx, soft),
+    };
+    loop {
+        // Run every queued job, checking our own deadline: `execute_pending_job` swallows errors
+        // raised in jobs, including the interrupt (MEASUREMENTS.md).
+        loop {
+            if Instant::now() >= soft {
+                return Settled::TimedOut;
+            }
+            if !ctx.execute_pending_job() {
+                break;
+            }
+        }
+        let outstanding = shared.borrow().outstanding.len();
+        let state = promise.state();
+        if outstanding == 0 {
+            return match state {
+                PromiseState::Pending => Settled::NeverSettles,
+                PromiseState::Resolved => match promise.result::<Value>() {
+                    Some(Ok(v)) => Settled::Value(v),
+                    _ => threw(ctx, soft),
+                },
+                PromiseState::Rejected => {
+                    let _ = promise.result::<Value>();
+                    Settled::Threw(ctx.catch())
+                }
+            };
+        }
+        let reply = {
+            let mut s = shared.borrow_mut();
+            s.flush();
+            if s.io_failed {
+                return Settled::Io;
+            }
+            match s.chan.recv(Some(soft)) {
+                Ok(Some(HostFrame::Reply { id, result })) => {
+                    if s.outstanding.remove(&id) {
+                        Some((id, result))
+                    } else {
+                        None
+                    }
+                }
+                Ok(Some(_)) | Err(ChannelError::Io | ChannelError::Malformed) => {
+                    return Settled::Io;
+                }
+                Ok(None) => return Settled::TimedOut,
+            }
+        };
+        if let Some((id, result)) = reply {
+            let call = match result {
+                ReplyResult::Ok(raw) => settle.call::<_, ()>((id as f64, true, raw.get())),
+                ReplyResult::Err(message) => settle.call::<_, ()>((id as f64, false, message)),
+            };
+            if call.is_err() {
+                let _ = ctx.catch();
+            }
+        }
+    }
+}
+
+fn threw<'js>(ctx: &Ctx<'js>, soft: Instant) -> Settled<'js> {
+    if Instant::now() >= soft {
+        return Settled::TimedOut;
+    }
+    Settled::Threw(ctx.catch())
+}

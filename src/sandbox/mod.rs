@@ -1,0 +1,112 @@
+//! Code mode's sandbox (SPEC §8): runs a model-written JavaScript cell in a QuickJS isolate inside a
+//! killable, hardened, single-use worker process, and answers its bridge calls through one narrow
+//! trait, [`Bridge`].
+//!
+//! Owns: the zygote process, the worker processes and their hardening, the QuickJS isolate, the IPC
+//! protocol, the warm pool, per-cell limits and the classification of how a cell ended ([`Outcome`]).
+//! Never does: run a tool, hold a catalog, MCP client or secret (R-8.2); fork the multi-threaded host;
+//! reuse a worker after guest code ran in it; trust a byte that a worker sends.
+//!
+//! # Threat model
+//!
+//! The guest is hostile model output. These are **bugs** if guest input can cause them:
+//! - escape: reading or writing the filesystem, the network, the environment, other processes, or
+//!   the host's memory; loading modules; compiling code from strings (`eval`, `new Function`, the
+//!   function-prototype constructor chains) (R-8.2);
+//! - a panic, hang or crash of the host (the supervisor's process);
+//! - a cell outliving its wall-clock deadline, including inside builtins that never poll QuickJS's
+//!   interrupt handler (R-8.3);
+//! - unbounded memory, recursion, log output, result size, bridge calls or IPC frame size (R-8.3,
+//!   R-8.5);
+//! - state that survives from one cell to the next (each cell gets a fresh process).
+//!
+//! A wrong JS result, or a cell that uses its full budget of time or memory, is **not** a bug.
+//!
+//! ## Layers, innermost first
+//! 1. **QuickJS limits** (`isolate.rs`): a memory limit, a stack limit and an interrupt handler that
+//!    ends interpretable code shortly before the deadline; `eval`, `Function`, every
+//!    function-prototype `constructor`, `Atomics`, `SharedArrayBuffer` and `WebAssembly` are removed
+//!    before guest code runs; there is no module loader, no timer, no I/O binding. The only ways out
+//!    are `console.log/warn/error` (captured, capped) and the lazy `openclaw.tools` bridge.
+//! 2. **The worker process** (`worker.rs`, `harden.rs`): forked by a single-threaded zygote, it
+//!    gets `PR_SET_PDEATHSIG(SIGKILL)`, only its IPC socket (+ `/dev/null` and the stderr pipe), an
+//!    empty environment, rlimits (address space, no core, no file size, few fds, no processes), an
+//!    unprivileged uid/gid (65534) with every capability dropped when started as root,
+//!    `PR_SET_NO_NEW_PRIVS`, and finally a seccomp allow-list ([`ALLOWED_SYSCALLS`]; default
+//!    action: kill the process with `SIGSYS`) before it reports `Ready`.
+//! 3. **The supervisor** ([`Supervisor`]): it SIGKILLs the worker at the wall-clock deadline from
+//!    outside. **This is the guarantee**: a guest inside a long builtin (big `BigInt` arithmetic,
+//!    huge string conversions) or blocked on the bridge is not interruptible by layer 1. It also
+//!    bounds every frame, validates every message and kills the worker on any protocol violation.
+//!
+//! ## Not covered
+//! - Kernel exploits through the allowed syscalls (the allow-list keeps that surface small; see
+//!   [`ALLOWED_SYSCALLS`]).
+//! - Side channels (timing via `Date`, Spectre-class attacks); `performance` is not installed.
+//! - CPU and memory *fairness* between concurrent cells beyond the live-worker cap; use cgroups
+//!   around the whole gateway for that.
+//! - What a [`Bridge`] implementation does with the arguments it receives: they are untrusted JSON.
+//! - On hosts without `pidfd_open` (Linux < 5.3) a worker is killed by pid only while its exit has
+//!   not been reported, which leaves a theoretical pid-reuse window.
+//! - Logs of a cell killed from outside (a timeout inside a builtin or while waiting on the bridge)
+//!   are lost; a timeout caught by the interrupt handler keeps them.
+//!
+//! ## Defaults (nothing is granted unless listed)
+//! No filesystem, network, environment, process, timers, modules, `eval`/`Function`, WebAssembly,
+//! shared memory; only `console.log/warn/error` and `openclaw.tools.{search, describe, call}`.
+//! Every bound is a field of [`Limits`] with its default and clamp.
+//!
+//! ## Costs (2-core VM, see `benches/cells.rs`)
+//! A warm cell (ready worker, 3 bridge calls) ≈ 0.4 ms p50; a cold one (fork on demand) ≈ 1.4 ms;
+//! the Node-child-per-cell reference ≈ 33 ms. A ready worker: ≈ 3 MiB RSS, ≈ 1 MiB PSS. The zygote
+//! builds the seccomp filter and compiles the prelude to bytecode once; workers inherit both.
+//!
+//! ## Process tree
+//! ```text
+//! host (tokio, multi-threaded) ── dedicated std thread ── zygote (`<bin> __sandbox-zygote`, env cleared)
+//!                                                           ├── worker (forked, hardened, one cell)
+//!                                                           └── worker …
+//! ```
+
+mod bridge;
+mod cell;
+mod control;
+mod error;
+mod harden;
+mod isolate;
+mod limits;
+mod outcome;
+mod protocol;
+mod supervisor;
+mod text;
+mod worker;
+mod zygote;
+
+mod gateway;
+
+pub mod bench;
+
+pub use bridge::{Bridge, BridgeOp};
+pub use error::SandboxError;
+pub use gateway::GatewayBridge;
+pub use harden::ALLOWED_SYSCALLS;
+pub use limits::{CellOptions, Limits};
+pub use outcome::{CellResult, CellTelemetry, LimitKind, LogLevel, LogLine, Outcome};
+pub use supervisor::{Supervisor, SupervisorConfig};
+
+/// The argv\[1\] that selects the zygote role of the one binary.
+pub const ZYGOTE_ROLE: &str = "__sandbox-zygote";
+
+/// Runs a sandbox role if this process was started as one.
+///
+/// Call it FIRST in `main()`, before any Tokio runtime or thread exists: the zygote forks workers and
+/// must stay single-threaded. Returns `Some(exit code)` when argv\[1\] named a sandbox role (which has
+/// then run to completion), `None` otherwise.
+pub fn dispatch_role() -> Option<std::process::ExitCode> {
+    let role = std::env::args_os().nth(1)?;
+    if role == ZYGOTE_ROLE {
+        Some(zygote::zygote_main())
+    } else {
+        None
+    }
+}

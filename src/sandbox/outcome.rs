@@ -1,0 +1,295 @@
+//! How a cell ended, as a closed enum, and what it produced (R-8.5, STYLE §3).
+//!
+//! Owns: [`Outcome`], [`CellResult`], [`CellTelemetry`], [`LogLine`] and the user-facing JSON
+//! shape `{ok, value | error: {kind, message}, logs, telemetry}`.
+//! Never does: decide an outcome (the supervisor classifies); carry raw, unstripped guest text
+//! (log text is stripped of control sequences inside the worker and again by the supervisor).
+//! Invariants: every message tells the model what to do next; `kind` strings are stable.
+
+use serde::ser::SerializeStruct;
+
+/// How a cell ended. Closed: tests match the variant, the CLI prints `{kind, message}`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Outcome {
+    /// The cell's promise resolved; `CellResult::value` holds the result.
+    Ok,
+    /// The cell threw or rejected (also a `RangeError` from deep recursion, a `SyntaxError`, or a
+    /// promise that can never settle).
+    JsError {
+        /// `Name: message` of the thrown value (or `String(value)` for non-errors).
+        message: String,
+    },
+    /// The wall-clock deadline passed (R-8.3): stopped by the interrupt handler or killed.
+    Timeout,
+    /// QuickJS ran out of its heap (`Limits::memory_limit_bytes`) and the guest did not catch it.
+    Memory,
+    /// The worker died from a signal that we did not send for a timeout (e.g. `SIGABRT` after an
+    /// allocation failure outside QuickJS, `SIGKILL` from the OOM killer).
+    KilledBySignal {
+        /// The signal number.
+        signal: i32,
+    },
+    /// The worker made a syscall outside the seccomp allow-list and was killed with `SIGSYS`.
+    SeccompViolation,
+    /// The worker broke the protocol (malformed or oversized frame, unexpected message, early
+    /// exit) and was killed.
+    ProtocolError {
+        /// What was wrong.
+        detail: String,
+    },
+    /// No worker could be started for this cell (R-8.6: fall back to tools mode).
+    WorkerSetupFailure {
+        /// The failing setup stage or observation.
+        detail: String,
+    },
+    /// A per-cell cap was exceeded.
+    LimitExceeded {
+        /// Which cap.
+        limit: LimitKind,
+    },
+}
+
+/// The caps that end a cell with [`Outcome::LimitExceeded`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum LimitKind {
+    /// The JSON result exceeded `Limits::result_bytes`.
+    ResultBytes,
+    /// The guest let the bridge-call cap's rejection (`Limits::bridge_calls`) escape the cell.
+    BridgeCalls,
+}
+
+impl Outcome {
+    /// The stable `kind` string: `ok`, `js_error`, `timeout`, `memory`, `killed_by_signal`,
+    /// `seccomp_violation`, `protocol_error`, `worker_setup_failure`, `limit_exceeded`.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Outcome::Ok => "ok",
+            Outcome::JsError { .. } => "js_error",
+            Outcome::Timeout => "timeout",
+            Outcome::Memory => "memory",
+            Outcome::KilledBySignal { .. } => "killed_by_signal",
+            Outcome::SeccompViolation => "seccomp_violation",
+            Outcome::ProtocolError { .. } => "protocol_error",
+            Outcome::WorkerSetupFailure { .. } => "worker_setup_failure",
+            Outcome::LimitExceeded { .. } => "limit_exceeded",
+        }
+    }
+
+    /// `true` only for [`Outcome::Ok`].
+    pub fn is_ok(&self) -> bool {
+        matches!(self, Outcome::Ok)
+    }
+
+    /// The model-facing message: what happened and how to recover.
+    pub fn message(&self) -> String {
+        match self {
+            Outcome::Ok => "ok".to_owned(),
+            Outcome::JsError { message } => message.clone(),
+            Outcome::Timeout => {
+                "the cell ran past its wall-clock timeout and was stopped; do less \
+                                 work per cell or raise codeTimeoutMs (max 60000)"
+                    .to_owned()
+            }
+            Outcome::Memory => "the cell ran out of memory; process less data per cell".to_owned(),
+            Outcome::KilledBySignal { signal } => format!(
+                "the sandbox worker was killed by signal {signal} ({}); retry with a smaller cell",
+                signal_name(*signal)
+            ),
+            Outcome::SeccompViolation => "the sandbox worker attempted a forbidden system call \
+                                          and was killed (SIGSYS); the sandbox grants no file, \
+                                          network or process access"
+                .to_owned(),
+            Outcome::ProtocolError { detail } => {
+                format!("the sandbox worker broke the protocol and was killed: {detail}")
+            }
+            Outcome::WorkerSetupFailure { detail } => format!(
+                "the sandbox could not start a worker: {detail}; use the search/describe/call \
+                 tools instead"
+            ),
+            Outcome::LimitExceeded { limit } => match limit {
+                LimitKind::ResultBytes => "the cell's return value is too large; return a \
+                                           smaller summary (e.g. only the fields you need)"
+                    .to_owned(),
+                LimitKind::BridgeCalls => "the cell started more bridge calls than allowed per \
+                                           cell; split the work across cells"
+                    .to_owned(),
+            },
+        }
+    }
+}
+
+impl serde::Serialize for Outcome {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut st = s.serialize_struct("Outcome", 2)?;
+        st.serialize_field("kind", self.kind())?;
+        st.serialize_field("message", &self.message())?;
+        st.end()
+    }
+}
+
+/// A name for the signals a worker can die from.
+pub(crate) fn signal_name(signal: i32) -> &'static str {
+    match signal {
+        libc::SIGKILL => "SIGKILL",
+        libc::SIGSYS => "SIGSYS",
+        libc::SIGABRT => "SIGABRT",
+        libc::SIGSEGV => "SIGSEGV",
+        libc::SIGBUS => "SIGBUS",
+        libc::SIGILL => "SIGILL",
+        libc::SIGFPE => "SIGFPE",
+        libc::SIGTERM => "SIGTERM",
+        libc::SIGXCPU => "SIGXCPU",
+        libc::SIGXFSZ => "SIGXFSZ",
+        libc::SIGPIPE => "SIGPIPE",
+        _ => "signal",
+    }
+}
+
+/// Which console method produced a line.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum LogLevel {
+    /// `console.log`.
+    Log,
+    /// `console.warn`.
+    Warn,
+    /// `console.error`.
+    Error,
+}
+
+/// One console line, stripped of control sequences.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct LogLine {
+    /// The console method.
+    pub level: LogLevel,
+    /// The text (arguments joined by a space), control sequences removed.
+    pub text: String,
+}
+
+/// Counters and durations of one cell (never payloads).
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize)]
+pub struct CellTelemetry {
+    /// Pid of the worker that ran the cell (0 if none started).
+    pub worker_pid: u32,
+    /// `true` if the worker was ready before the cell arrived (warm pool), `false` if forked on
+    /// demand.
+    pub warm: bool,
+    /// Milliseconds from `run_cell` until the body was sent to a ready worker (queueing behind
+    /// the live-worker cap, plus the fork when cold).
+    pub queue_ms: f64,
+    /// Milliseconds from sending the body until the result (or the kill).
+    pub run_ms: f64,
+    /// The cell's timeout after clamping, in milliseconds.
+    pub timeout_ms: u64,
+    /// `true` when the supervisor SIGKILLed the worker at the deadline (the guest was inside a
+    /// builtin or a bridge wait that QuickJS's interrupt handler cannot stop); its logs are lost.
+    pub killed_at_deadline: bool,
+    /// Bridge calls started by the cell (as seen by the supervisor).
+    pub bridge_calls: u32,
+    /// Bytes of console output kept.
+    pub log_bytes: usize,
+    /// Console lines dropped or cut at the cap.
+    pub logs_dropped: usize,
+    /// Bytes of the JSON result (0 when there is none).
+    pub result_bytes: usize,
+}
+
+/// What a cell produced.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CellResult {
+    /// How it ended.
+    pub outcome: Outcome,
+    /// The JSON result when `outcome` is [`Outcome::Ok`] (`undefined` → `null`).
+    pub value: Option<serde_json::Value>,
+    /// Console output, capped by `Limits::log_bytes`.
+    pub logs: Vec<LogLine>,
+    /// `true` when console output was dropped at the cap.
+    pub logs_truncated: bool,
+    /// Counters and durations.
+    pub telemetry: CellTelemetry,
+}
+
+impl CellResult {
+    /// The user-facing shape (R-8.5): `{ok, value, logs, telemetry}` on success,
+    /// `{ok: false, error: {kind, message}, logs, telemetry}` otherwise. `telemetry` also carries
+    /// `logs_truncated`.
+    pub fn to_json(&self) -> serde_json::Value {
+        let mut out = serde_json::Map::new();
+        out.insert("ok".into(), self.outcome.is_ok().into());
+        if self.outcome.is_ok() {
+            out.insert(
+                "value".into(),
+                self.value.clone().unwrap_or(serde_json::Value::Null),
+            );
+        } else {
+            out.insert(
+                "error".into(),
+                serde_json::json!({"kind": self.outcome.kind(), "message": self.outcome.message()}),
+            );
+        }
+        out.insert(
+            "logs".into(),
+            serde_json::to_value(&self.logs).unwrap_or_default(),
+        );
+        let mut telemetry = serde_json::to_value(&self.telemetry).unwrap_or_default();
+        if let Some(t) = telemetry.as_object_mut() {
+            t.insert("logs_truncated".into(), self.logs_truncated.into());
+        }
+        out.insert("telemetry".into(), telemetry);
+        serde_json::Value::Object(out)
+    }
+
+    /// A result for a cell that never reached a worker.
+    #[cold]
+    pub(crate) fn failed(outcome: Outcome, telemetry: CellTelemetry) -> CellResult {
+        CellResult {
+            outcome,
+            value: None,
+            logs: Vec::new(),
+            logs_truncated: false,
+            telemetry,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn to_json_shapes() {
+        let ok = CellResult {
+            outcome: Outcome::Ok,
+            value: Some(serde_json::json!({"a": 1})),
+            logs: vec![LogLine {
+                level: LogLevel::Warn,
+                text: "w".into(),
+            }],
+            logs_truncated: false,
+            telemetry: CellTelemetry::default(),
+        };
+        let j = ok.to_json();
+        assert_eq!(j["ok"], true);
+        assert_eq!(j["value"], serde_json::json!({"a": 1}));
+        assert_eq!(
+            j["logs"][0],
+            serde_json::json!({"level": "warn", "text": "w"})
+        );
+        assert_eq!(j["telemetry"]["logs_truncated"], false);
+        assert!(j.get("error").is_none());
+
+        let err = CellResult::failed(Outcome::Timeout, CellTelemetry::default());
+        let j = err.to_json();
+        assert_eq!(j["ok"], false);
+        assert_eq!(j["error"]["kind"], "timeout");
+        assert!(j.get("value").is_none());
+        assert_eq!(
+            serde_json::to_value(Outcome::LimitExceeded {
+                limit: LimitKind::ResultBytes
+            })
+            .unwrap_or_default()["kind"],
+            "limit_exceeded"
+        );
+    }
+}

@@ -1,0 +1,363 @@
+//! The wire formats: supervisor ⇄ worker frames and supervisor ⇄ zygote messages (STYLE §3).
+//!
+//! Owns: [`HostFrame`] (supervisor → worker), [`WorkerFrame`] (worker → supervisor), their
+//! length-prefixed encoding, [`ZygoteRequest`]/[`ZygoteEvent`] (one JSON message per
+//! `SOCK_SEQPACKET` packet) and the worker's setup exit codes.
+//! Never does: trust a length or a field; decoding is bounded by the caller's frame cap.
+//! Invariants: a frame is `u32` little-endian body length + one JSON value of one tagged enum;
+//! a length above the cap, a body that does not parse, or an unknown tag is a protocol error; every
+//! bridge call carries a request id that its reply echoes.
+
+use serde::{Deserialize, Serialize};
+use serde_json::value::RawValue;
+
+use super::bridge::BridgeOp;
+use super::outcome::LogLine;
+
+/// Bytes of the length prefix.
+pub(crate) const HEADER: usize = 4;
+
+/// Largest zygote message (requests and events are small fixed-shape JSON).
+pub(crate) const ZYGOTE_MSG_MAX: usize = 4096;
+
+/// Supervisor → worker.
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", deny_unknown_fields)]
+pub(crate) enum HostFrame {
+    /// Run one cell. Sent once, to a worker that reported `Ready`.
+    Run(RunCell),
+    /// The answer to `WorkerFrame::Call` with the same id.
+    Reply {
+        /// The call's id.
+        id: u64,
+        /// The outcome.
+        result: ReplyResult,
+    },
+    /// Supervisor self-check: perform a syscall outside the allow-list (expects `SIGSYS`).
+    ForbiddenSyscall,
+}
+
+/// Parameters of one cell.
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RunCell {
+    /// The JavaScript body (wrapped as an async function by the worker).
+    pub code: String,
+    /// Wall-clock budget in ms, already clamped.
+    pub timeout_ms: u64,
+}
+
+/// A bridge call's outcome, as sent to the worker.
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub(crate) enum ReplyResult {
+    /// Resolve with this JSON.
+    Ok(Box<RawValue>),
+    /// Reject with an `Error` whose message is this.
+    Err(String),
+}
+
+/// Worker → supervisor.
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", deny_unknown_fields)]
+pub(crate) enum WorkerFrame {
+    /// Hardened, isolate built, seccomp installed: ready for one `Run`.
+    Ready {
+        /// The worker's pid as it sees it (checked against the zygote's report).
+        pid: u32,
+    },
+    /// The guest awaited a bridge call.
+    Call {
+        /// Unique per cell.
+        id: u64,
+        /// The operation.
+        op: BridgeOp,
+        /// JSON array of the JS arguments.
+        args: Box<RawValue>,
+    },
+    /// The cell is over (every started bridge call has been answered).
+    Done(Done),
+}
+
+/// The end of a cell, as the worker saw it.
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct Done {
+    /// How it ended.
+    pub status: DoneStatus,
+    /// The JSON result when `status` is `ok`.
+    pub value: Option<Box<RawValue>>,
+    /// The error text when `status` is `js_error`.
+    pub error: Option<String>,
+    /// Console lines kept.
+    pub logs: Vec<LogLine>,
+    /// Console lines dropped or cut.
+    pub logs_dropped: usize,
+    /// Bytes of console output kept.
+    pub log_bytes: usize,
+    /// Bridge calls started.
+    pub bridge_calls: u32,
+    /// Bytes of the JSON result.
+    pub result_bytes: usize,
+}
+
+/// How a cell ended inside the worker.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub(crate) enum DoneStatus {
+    /// Resolved.
+    Ok,
+    /// Threw or rejected.
+    JsError,
+    /// The interrupt handler or the worker's own deadline check fired.
+    Timeout,
+    /// Uncaught QuickJS out-of-memory.
+    Memory,
+    /// The result exceeded `result_bytes`.
+    ResultTooLarge,
+    /// The bridge-call cap's rejection escaped the cell.
+    BridgeCallLimit,
+}
+
+/// Appends one frame (header + JSON) to `out`.
+pub(crate) fn encode<T: Serialize>(msg: &T, out: &mut Vec<u8>) -> Result<(), serde_json::Error> {
+    let start = out.len();
+    out.extend_from_slice(&[0; HEADER]);
+    if let Err(e) = serde_json::to_writer(&mut *out, msg) {
+        out.truncate(start);
+        return Err(e);
+    }
+    let len = out.len() - start - HEADER;
+    match u32::try_from(len) {
+        Ok(n) => {
+            out[start..start + HEADER].copy_from_slice(&n.to_le_bytes());
+            Ok(())
+        }
+        Err(_) => {
+            out.truncate(start);
+            Err(serde::ser::Error::custom("frame longer than 4 GiB"))
+        }
+    }
+}
+
+/// What [`split_frame`] found at the start of a buffer.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum Split {
+    /// Need more bytes.
+    Incomplete,
+    /// A complete frame: its body is `buf[HEADER..HEADER + len]`.
+    Frame {
+        /// Body length.
+        len: usize,
+    },
+    /// The announced length is above the cap.
+    TooLarge {
+        /// The announced length.
+        len: usize,
+    },
+}
+
+/// Looks for one complete frame at the start of `buf`, bounded by `cap` body bytes.
+pub(crate) fn split_frame(buf: &[u8], cap: usize) -> Split {
+    let Some(header) = buf.first_chunk::<HEADER>() else {
+        return Split::Incomplete;
+    };
+    let len = u32::from_le_bytes(*header) as usize;
+    if len > cap {
+        Split::TooLarge { len }
+    } else if buf.len() < HEADER + len {
+        Split::Incomplete
+    } else {
+        Split::Frame { len }
+    }
+}
+
+/// Supervisor → zygote.
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", deny_unknown_fields)]
+pub(crate) enum ZygoteRequest {
+    /// Fork one worker with this configuration.
+    Fork {
+        /// Echoed in `Forked`/`ForkFailed`.
+        token: u64,
+        /// How to harden and size it.
+        config: WorkerConfig,
+    },
+    /// Kill every worker, reap them, exit.
+    Shutdown,
+}
+
+/// Zygote → supervisor.
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", deny_unknown_fields)]
+pub(crate) enum ZygoteEvent {
+    /// The zygote is up.
+    Hello {
+        /// Its pid.
+        pid: u32,
+    },
+    /// A worker was forked; the packet carries its socket and (if `pidfd`) its pidfd via
+    /// `SCM_RIGHTS`, in that order.
+    Forked {
+        /// The request's token.
+        token: u64,
+        /// The worker's pid.
+        pid: u32,
+        /// Whether a pidfd follows the socket.
+        pidfd: bool,
+    },
+    /// The fork failed.
+    ForkFailed {
+        /// The request's token.
+        token: u64,
+        /// `errno` of the failing call.
+        errno: i32,
+    },
+    /// A worker was reaped.
+    Exited {
+        /// Its pid.
+        pid: u32,
+        /// Exit code, if it exited.
+        code: Option<i32>,
+        /// Terminating signal, if it was killed.
+        signal: Option<i32>,
+    },
+}
+
+/// How the zygote hardens and sizes one worker (computed from [`Limits`](super::Limits)).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct WorkerConfig {
+    /// QuickJS heap limit.
+    pub memory_limit: usize,
+    /// QuickJS stack limit.
+    pub max_stack: usize,
+    /// RLIMIT_AS.
+    pub address_space: u64,
+    /// Largest frame the worker accepts.
+    pub frame_bytes: usize,
+    /// `Limits::log_bytes`.
+    pub log_bytes: usize,
+    /// `Limits::result_bytes`.
+    pub result_bytes: usize,
+    /// `Limits::bridge_calls`.
+    pub bridge_calls: u32,
+}
+
+/// Exit codes of a worker that failed before `Ready`: one per setup stage, so the supervisor can
+/// name the stage (STYLE §3). Codes are in 100..=120 to stay clear of shells' conventions.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(u8)]
+pub(crate) enum SetupStage {
+    /// `PR_SET_PDEATHSIG` failed or the zygote was already gone.
+    ParentDeath = 101,
+    /// Moving the IPC socket or closing inherited fds failed.
+    Fds = 102,
+    /// `setrlimit` failed.
+    Rlimits = 103,
+    /// Dropping to uid/gid 65534 failed.
+    Identity = 104,
+    /// Dropping capabilities failed.
+    Capabilities = 105,
+    /// `PR_SET_NO_NEW_PRIVS` failed.
+    NoNewPrivs = 106,
+    /// The QuickJS runtime or context could not be built.
+    Isolate = 107,
+    /// The prelude failed to load.
+    Prelude = 108,
+    /// The seccomp filter could not be built or installed.
+    Seccomp = 109,
+    /// Writing `Ready` or reading the first frame failed.
+    Handshake = 110,
+    /// The worker's main loop failed to talk to the supervisor.
+    Io = 111,
+    /// The worker panicked.
+    Panic = 112,
+}
+
+impl SetupStage {
+    const ALL: [SetupStage; 12] = [
+        SetupStage::ParentDeath,
+        SetupStage::Fds,
+        SetupStage::Rlimits,
+        SetupStage::Identity,
+        SetupStage::Capabilities,
+        SetupStage::NoNewPrivs,
+        SetupStage::Isolate,
+        SetupStage::Prelude,
+        SetupStage::Seccomp,
+        SetupStage::Handshake,
+        SetupStage::Io,
+        SetupStage::Panic,
+    ];
+
+    /// The process exit code for this stage.
+    pub(crate) fn code(self) -> i32 {
+        self as i32
+    }
+
+    /// The stage that an exit code names, if any.
+    pub(crate) fn from_code(code: i32) -> Option<SetupStage> {
+        SetupStage::ALL.into_iter().find(|s| s.code() == code)
+    }
+
+    /// A human name for reports.
+    pub(crate) fn describe(self) -> &'static str {
+        match self {
+            SetupStage::ParentDeath => "PR_SET_PDEATHSIG (zygote gone?)",
+            SetupStage::Fds => "closing inherited file descriptors",
+            SetupStage::Rlimits => "setrlimit",
+            SetupStage::Identity => "dropping to uid/gid 65534",
+            SetupStage::Capabilities => "dropping capabilities",
+            SetupStage::NoNewPrivs => "PR_SET_NO_NEW_PRIVS",
+            SetupStage::Isolate => "building the QuickJS runtime",
+            SetupStage::Prelude => "loading the bridge prelude",
+            SetupStage::Seccomp => "installing the seccomp filter",
+            SetupStage::Handshake => "the Ready handshake",
+            SetupStage::Io => "talking to the supervisor",
+            SetupStage::Panic => "a panic in the worker",
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn frames_round_trip_and_bound() {
+        let mut buf = Vec::new();
+        let reply = HostFrame::Reply {
+            id: 7,
+            result: ReplyResult::Ok(
+                RawValue::from_string("null".into()).unwrap_or_else(|_| unreachable!("valid JSON")),
+            ),
+        };
+        encode(&reply, &mut buf).unwrap_or_else(|e| panic!("{e}"));
+        let Split::Frame { len } = split_frame(&buf, 1 << 20) else {
+            panic!("no frame")
+        };
+        let back: HostFrame =
+            serde_json::from_slice(&buf[HEADER..HEADER + len]).unwrap_or_else(|e| panic!("{e}"));
+        match back {
+            HostFrame::Reply {
+                id: 7,
+                result: ReplyResult::Ok(v),
+            } => assert_eq!(v.get(), "null"),
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(split_frame(&buf, 3), Split::TooLarge { len });
+        assert_eq!(
+            split_frame(&buf[..buf.len() - 1], 1 << 20),
+            Split::Incomplete
+        );
+    }
+
+    #[test]
+    fn setup_codes_round_trip() {
+        for s in SetupStage::ALL {
+            assert_eq!(SetupStage::from_code(s.code()), Some(s));
+        }
+        assert_eq!(SetupStage::from_code(0), None);
+    }
+}

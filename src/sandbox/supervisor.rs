@@ -1,0 +1,430 @@
+//! The public face of the sandbox: [`Supervisor`] runs cells on single-use workers from a warm
+//! pool, behind a FIFO cap on live workers.
+//!
+//! Owns: the zygote handle (restarted if it dies), the pool of `Ready` workers and its background
+//! refill, the live-worker semaphore, [`Supervisor::probe`], [`Supervisor::verify_seccomp`] and
+//! shutdown.
+//! Never does: run a cell on a worker that already ran one; fork the host; refill inside a cell's
+//! timed path; leave a process behind after [`Supervisor::shutdown`] (or, best effort, `Drop`).
+//! Invariants: at most `live_workers` cells run at once (others wait FIFO); at most `pool_size`
+//! idle ready workers exist; a cell's deadline starts when its body is sent to its worker.
+
+use std::collections::VecDeque;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, Weak};
+use std::time::{Duration, Instant};
+
+use tokio::sync::{Notify, Semaphore};
+
+use super::bridge::{Bridge, BridgeOp};
+use super::cell::{self, ReadyWorker};
+use super::control::Zygote;
+use super::error::SandboxError;
+use super::limits::{CellOptions, Limits, clamp_timeout};
+use super::outcome::{CellResult, CellTelemetry, Outcome};
+use super::protocol::WorkerConfig;
+
+/// Consecutive failed forks after which the background refill waits for the next cell.
+const REFILL_FAILURES_BEFORE_PAUSE: u32 = 3;
+
+/// How to start a [`Supervisor`].
+#[derive(Debug, Clone)]
+pub struct SupervisorConfig {
+    /// The binary whose `main` calls [`dispatch_role`](super::dispatch_role) first; usually the
+    /// current executable (`std::env::current_exe()`), in tests `env!("CARGO_BIN_EXE_toolsearch")`.
+    pub worker_binary: PathBuf,
+    /// Ready workers kept forked, hardened and idle before cells arrive. Default 2, clamp 0–64.
+    /// 0 means every cell forks on demand (cold).
+    pub pool_size: usize,
+    /// Per-cell bounds (clamped at start).
+    pub limits: Limits,
+}
+
+impl SupervisorConfig {
+    /// Defaults: pool of 2, [`Limits::default`].
+    pub fn new(worker_binary: impl Into<PathBuf>) -> SupervisorConfig {
+        SupervisorConfig {
+            worker_binary: worker_binary.into(),
+            pool_size: 2,
+            limits: Limits::default(),
+        }
+    }
+}
+
+/// Runs code cells in sandboxed worker processes. Cheap to clone (an `Arc` inside); `Send + Sync`.
+///
+/// Dropping the last handle shuts the zygote down in the background (it kills and reaps every
+/// worker); call [`Supervisor::shutdown`] to wait for that.
+#[derive(Clone)]
+pub struct Supervisor {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    binary: PathBuf,
+    pool_size: usize,
+    limits: Limits,
+    worker: WorkerConfig,
+    zygote: Mutex<Option<Arc<Zygote>>>,
+    respawn: tokio::sync::Mutex<()>,
+    pool: Mutex<VecDeque<ReadyWorker>>,
+    refill: Arc<Notify>,
+    slots: Semaphore,
+    closed: AtomicBool,
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+impl Drop for Inner {
+    fn drop(&mut self) {
+        self.closed.store(true, Ordering::SeqCst);
+        self.refill.notify_one();
+        // Dropping the pool kills idle workers; dropping the zygote handle makes its thread shut
+        // the zygote down, which kills and reaps the rest.
+        lock(&self.pool).clear();
+    }
+}
+
+impl Supervisor {
+    /// Starts the zygote and the background pool refill. Fails only if the zygote cannot start;
+    /// whether workers can start is [`Supervisor::probe`]'s question.
+    pub async fn start(config: SupervisorConfig) -> Result<Supervisor, SandboxError> {
+        let limits = config.limits.clamped();
+        let worker = WorkerConfig {
+            memory_limit: limits.memory_limit_bytes,
+            max_stack: limits.max_stack_bytes,
+            address_space: (limits.memory_limit_bytes + limits.address_space_slack_bytes) as u64,
+            frame_bytes: limits.frame_bytes,
+            log_bytes: limits.log_bytes,
+            result_bytes: limits.result_bytes,
+            bridge_calls: limits.bridge_calls,
+        };
+        let zygote = Zygote::spawn(&config.worker_binary).await?;
+        let inner = Arc::new(Inner {
+            binary: config.worker_binary,
+            pool_size: config.pool_size.min(64),
+            slots: Semaphore::new(limits.live_workers),
+            limits,
+            worker,
+            zygote: Mutex::new(Some(Arc::new(zygote))),
+            respawn: tokio::sync::Mutex::new(()),
+            pool: Mutex::new(VecDeque::new()),
+            refill: Arc::new(Notify::new()),
+            closed: AtomicBool::new(false),
+        });
+        tokio::spawn(refill_loop(Arc::downgrade(&inner), inner.refill.clone()));
+        inner.refill.notify_one();
+        Ok(Supervisor { inner })
+    }
+
+    /// The limits in force (after clamping).
+    pub fn limits(&self) -> &Limits {
+        &self.inner.limits
+    }
+
+    /// The configured pool size.
+    pub fn pool_size(&self) -> usize {
+        self.inner.pool_size
+    }
+
+    /// Runs one cell. Never panics and never returns an error: every failure is an [`Outcome`].
+    ///
+    /// The cell runs on its own Tokio task (so its I/O wake-ups stay on a runtime thread);
+    /// dropping the returned future aborts that task, which kills the worker and cancels the
+    /// cell's bridge calls.
+    pub async fn run_cell(
+        &self,
+        code: &str,
+        bridge: Arc<dyn Bridge>,
+        opts: CellOptions,
+    ) -> CellResult {
+        let inner = self.inner.clone();
+        let code = code.to_owned();
+        let refill = self.inner.refill.clone();
+        let mut task = AbortOnDrop {
+            task: tokio::spawn(async move { inner.run_cell(&code, bridge, opts).await }),
+            refill,
+        };
+        match (&mut task.task).await {
+            Ok(result) => result,
+            Err(e) => CellResult::failed(
+                Outcome::ProtocolError {
+                    detail: format!(
+                        "the task driving the cell failed ({}); a Bridge implementation may have panicked",
+                        if e.is_panic() { "panic" } else { "cancelled" }
+                    ),
+                },
+                CellTelemetry::default(),
+            ),
+        }
+    }
+
+    /// Can a worker start and run a cell here (under the seccomp filter)? Forks a fresh worker
+    /// and runs `return 1 + 1`. Code mode falls back to tools mode when this fails.
+    pub async fn probe(&self) -> Result<(), SandboxError> {
+        let worker = self.inner.spawn_worker().await?;
+        let limits = &self.inner.limits;
+        let result = cell::drive(
+            worker,
+            "return 1 + 1",
+            Arc::new(NoBridge),
+            limits.code_timeout,
+            limits,
+            CellTelemetry::default(),
+        )
+        .await;
+        match (&result.outcome, &result.value) {
+            (Outcome::Ok, Some(v)) if *v == serde_json::json!(2) => Ok(()),
+            _ => Err(SandboxError::setup(format!(
+                "the probe cell ended with {}: {}",
+                result.outcome.kind(),
+                result.outcome.message()
+            ))),
+        }
+    }
+
+    /// Self-check of the seccomp filter: a fresh worker performs `socket(AF_INET)` (outside the
+    /// allow-list) at the supervisor's request. Returns how it ended:
+    /// [`Outcome::SeccompViolation`] when the filter works. Not reachable from guest code.
+    pub async fn verify_seccomp(&self) -> Outcome {
+        match self.inner.spawn_worker().await {
+            Ok(worker) => worker.forbidden_syscall().await,
+            Err(e) => Outcome::WorkerSetupFailure {
+                detail: e.to_string(),
+            },
+        }
+    }
+
+    /// Pids of the idle, ready workers in the pool.
+    pub fn ready_worker_pids(&self) -> Vec<u32> {
+        lock(&self.inner.pool)
+            .iter()
+            .map(ReadyWorker::pid)
+            .collect()
+    }
+
+    /// Pids of every worker forked and not yet reaped (ready, running or dying).
+    pub fn live_worker_pids(&self) -> Vec<u32> {
+        self.inner
+            .current_zygote()
+            .map(|z| z.live_pids())
+            .unwrap_or_default()
+    }
+
+    /// The zygote's pid, while it runs.
+    pub fn zygote_pid(&self) -> Option<u32> {
+        self.inner
+            .current_zygote()
+            .filter(|z| z.is_alive())
+            .map(|z| z.pid())
+    }
+
+    /// Waits until the pool holds `pool_size` ready workers, up to `limit`. Returns whether it
+    /// does. (The pool is refilled in the background; this only observes it.)
+    pub async fn wait_pool_full(&self, limit: Duration) -> bool {
+        let deadline = Instant::now() + limit;
+        loop {
+            if lock(&self.inner.pool).len() >= self.inner.pool_size {
+                return true;
+            }
+            if Instant::now() >= deadline {
+                return false;
+            }
+            self.inner.refill.notify_one();
+            tokio::time::sleep(Duration::from_micros(200)).await;
+        }
+    }
+
+    /// Kills the zygote and every worker and waits until all were reaped. Later cells fail with
+    /// `WorkerSetupFailure`.
+    pub async fn shutdown(&self) {
+        let inner = &self.inner;
+        inner.closed.store(true, Ordering::SeqCst);
+        inner.slots.close();
+        inner.refill.notify_one();
+        let idle: Vec<ReadyWorker> = lock(&inner.pool).drain(..).collect();
+        drop(idle);
+        let zygote = lock(&inner.zygote).take();
+        if let Some(z) = zygote {
+            z.kill_all();
+            z.wait_no_workers(Duration::from_secs(5)).await;
+            z.shutdown().await;
+        }
+    }
+}
+
+impl Inner {
+    async fn run_cell(&self, code: &str, bridge: Arc<dyn Bridge>, opts: CellOptions) -> CellResult {
+        let t0 = Instant::now();
+        let timeout = clamp_timeout(opts.timeout.unwrap_or(self.limits.code_timeout));
+        let mut telemetry = CellTelemetry {
+            timeout_ms: u64::try_from(timeout.as_millis()).unwrap_or(u64::MAX),
+            ..CellTelemetry::default()
+        };
+        let Ok(_slot) = self.slots.acquire().await else {
+            return CellResult::failed(shut_down(), telemetry);
+        };
+        if self.closed.load(Ordering::SeqCst) {
+            return CellResult::failed(shut_down(), telemetry);
+        }
+        let (worker, warm) = match self.take_ready() {
+            Some(w) => (w, true),
+            None => match self.spawn_worker().await {
+                Ok(w) => (w, false),
+                Err(e) => {
+                    telemetry.queue_ms = ms(t0);
+                    return CellResult::failed(
+                        Outcome::WorkerSetupFailure {
+                            detail: e.to_string(),
+                        },
+                        telemetry,
+                    );
+                }
+            },
+        };
+        telemetry.warm = warm;
+        telemetry.worker_pid = worker.pid();
+        telemetry.queue_ms = ms(t0);
+        cell::drive(worker, code, bridge, timeout, &self.limits, telemetry).await
+    }
+
+    fn current_zygote(&self) -> Option<Arc<Zygote>> {
+        lock(&self.zygote).clone()
+    }
+
+    fn take_ready(&self) -> Option<ReadyWorker> {
+        let mut pool = lock(&self.pool);
+        while let Some(w) = pool.pop_front() {
+            if !w.is_dead() {
+                return Some(w);
+            }
+        }
+        None
+    }
+
+    /// The running zygote, restarting it if it died.
+    async fn zygote(&self) -> Result<Arc<Zygote>, SandboxError> {
+        if self.closed.load(Ordering::SeqCst) {
+            return Err(SandboxError::ShutDown);
+        }
+        if let Some(z) = self.current_zygote().filter(|z| z.is_alive()) {
+            return Ok(z);
+        }
+        let _guard = self.respawn.lock().await;
+        if let Some(z) = self.current_zygote().filter(|z| z.is_alive()) {
+            return Ok(z);
+        }
+        if self.closed.load(Ordering::SeqCst) {
+            return Err(SandboxError::ShutDown);
+        }
+        tracing::warn!("sandbox zygote is gone; restarting it");
+        let z = Arc::new(Zygote::spawn(&self.binary).await?);
+        *lock(&self.zygote) = Some(z.clone());
+        Ok(z)
+    }
+
+    /// Forks a worker and waits for its `Ready`.
+    async fn spawn_worker(&self) -> Result<ReadyWorker, SandboxError> {
+        let zygote = self.zygote().await?;
+        let process = match zygote.fork(&self.worker).await {
+            Ok(p) => p,
+            Err(SandboxError::ZygoteGone { .. }) => self.zygote().await?.fork(&self.worker).await?,
+            Err(e) => return Err(e),
+        };
+        ReadyWorker::handshake(process, self.limits.setup_timeout, self.limits.frame_bytes).await
+    }
+
+    async fn fill_pool(&self) {
+        let mut failures = 0;
+        loop {
+            if self.closed.load(Ordering::SeqCst) || lock(&self.pool).len() >= self.pool_size {
+                return;
+            }
+            match self.spawn_worker().await {
+                Ok(w) => {
+                    failures = 0;
+                    if self.closed.load(Ordering::SeqCst) {
+                        return;
+                    }
+                    lock(&self.pool).push_back(w);
+                }
+                Err(e) => {
+                    failures += 1;
+                    tracing::warn!("sandbox pool refill failed ({failures}): {e}");
+                    if failures >= REFILL_FAILURES_BEFORE_PAUSE {
+                        return;
+                    }
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                }
+            }
+        }
+    }
+}
+
+async fn refill_loop(inner: Weak<Inner>, wake: Arc<Notify>) {
+    loop {
+        wake.notified().await;
+        let Some(inner) = inner.upgrade() else {
+            return;
+        };
+        if inner.closed.load(Ordering::SeqCst) {
+            return;
+        }
+        inner.fill_pool().await;
+    }
+}
+
+/// Aborts the cell's task when `run_cell`'s future is dropped, and starts the pool refill once the
+/// caller has its result (so forking a replacement never competes with the cell for the CPU).
+struct AbortOnDrop {
+    task: tokio::task::JoinHandle<CellResult>,
+    refill: Arc<Notify>,
+}
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.task.abort();
+        self.refill.notify_one();
+    }
+}
+
+fn shut_down() -> Outcome {
+    Outcome::WorkerSetupFailure {
+        detail: SandboxError::ShutDown.to_string(),
+    }
+}
+
+fn ms(t0: Instant) -> f64 {
+    t0.elapsed().as_secs_f64() * 1e3
+}
+
+/// The probe's bridge: there is nothing to call.
+struct NoBridge;
+
+#[async_trait::async_trait]
+impl Bridge for NoBridge {
+    async fn invoke(
+        &self,
+        op: BridgeOp,
+        _args: serde_json::Value,
+    ) -> Result<serde_json::Value, String> {
+        Err(format!("{} is not available in the probe", op.as_str()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn send_sync<T: Send + Sync + 'static>() {}
+
+    #[test]
+    fn handles_are_send_and_sync() {
+        send_sync::<Supervisor>();
+        send_sync::<CellResult>();
+        send_sync::<SupervisorConfig>();
+    }
+}

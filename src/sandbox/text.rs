@@ -1,0 +1,119 @@
+//! Untrusted text from the isolate or a worker's stderr, made safe for terminals and logs
+//! (STYLE §3, "Terminal Output").
+//!
+//! Owns: [`strip_controls`] and [`truncate_to`]. Never does: allocate when nothing must change.
+//! Invariants: the output has no C0 control except `\n` and `\t`, no DEL, no C1 control and no
+//! bidirectional override; removing ESC (and the C1 CSI) defuses every escape sequence, leaving only
+//! printable residue.
+
+use std::borrow::Cow;
+
+fn is_stripped(c: char) -> bool {
+    match c {
+        '\n' | '\t' => false,
+        '\u{0}'..='\u{1f}' | '\u{7f}'..='\u{9f}' => true,
+        // Bidirectional embeddings, overrides and isolates ("Trojan Source").
+        '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}' => true,
+        _ => false,
+    }
+}
+
+/// Removes control characters (see the module invariants).
+pub(crate) fn strip_controls(s: &str) -> Cow<'_, str> {
+    if !s.chars().any(is_stripped) {
+        return Cow::Borrowed(s);
+    }
+    Cow::Owned(s.chars().filter(|c| !is_stripped(*c)).collect())
+}
+
+/// Cuts `s` to at most `max` bytes on a char boundary.
+pub(crate) fn truncate_to(s: &mut String, max: usize) {
+    if s.len() <= max {
+        return;
+    }
+    let mut end = max;
+    while end > 0 && !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    s.truncate(end);
+}
+
+/// Replaces `\uXXXX` escapes of unpaired UTF-16 surrogates in JSON text with `\ufffd`.
+///
+/// `JSON.stringify` escapes a lone surrogate (ES2019) and the result is valid JSON for JavaScript,
+/// but not for serde (Rust strings are UTF-8), so the worker repairs it before the text crosses.
+pub(crate) fn repair_lone_surrogates(json: String) -> String {
+    let bytes = json.as_bytes();
+    if !bytes
+        .windows(3)
+        .any(|w| w[0] == b'\\' && (w[1] == b'u' || w[1] == b'U') && (w[2] | 0x20) == b'd')
+    {
+        return json;
+    }
+    let hex = |at: usize| -> Option<u16> {
+        let digits = bytes.get(at..at + 4)?;
+        u16::from_str_radix(std::str::from_utf8(digits).ok()?, 16).ok()
+    };
+    let escape_at = |at: usize| -> Option<u16> {
+        (bytes.get(at) == Some(&b'\\') && bytes.get(at + 1) == Some(&b'u'))
+            .then(|| hex(at + 2))
+            .flatten()
+    };
+    let mut out = String::with_capacity(json.len());
+    let mut i = 0;
+    let mut copied = 0;
+    while i < bytes.len() {
+        if bytes[i] != b'\\' {
+            i += 1;
+            continue;
+        }
+        match escape_at(i) {
+            Some(0xd800..=0xdbff) if matches!(escape_at(i + 6), Some(0xdc00..=0xdfff)) => i += 12,
+            Some(0xd800..=0xdfff) => {
+                out.push_str(&json[copied..i]);
+                out.push_str("\\ufffd");
+                i += 6;
+                copied = i;
+            }
+            Some(_) => i += 6,
+            // Any other escape (including `\\`): skip both characters.
+            None => i += 2,
+        }
+    }
+    out.push_str(&json[copied..]);
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn strips_escape_sequences_and_bidi() {
+        assert_eq!(
+            strip_controls("a\u{1b}[31mred\u{7}\r\n\tz"),
+            "a[31mred\n\tz"
+        );
+        assert_eq!(strip_controls("\u{9b}2J\u{202e}x"), "2Jx");
+        assert!(matches!(strip_controls("plain ü"), Cow::Borrowed(_)));
+    }
+
+    #[test]
+    fn repairs_only_unpaired_surrogates() {
+        let r = |s: &str| repair_lone_surrogates(s.to_owned());
+        assert_eq!(r(r#"["\ud800"]"#), r#"["\ufffd"]"#);
+        assert_eq!(r(r#"{"\udc00x":1}"#), r#"{"\ufffdx":1}"#);
+        assert_eq!(r(r#"["\ud83c\udf0d"]"#), r#"["\ud83c\udf0d"]"#);
+        assert_eq!(r(r#"["\\ud800"]"#), r#"["\\ud800"]"#);
+        assert_eq!(r(r#"["\ud800\u0041"]"#), r#"["\ufffd\u0041"]"#);
+        assert_eq!(r("[1]"), "[1]");
+        assert!(serde_json::from_str::<serde_json::Value>(&r(r#"["a\udbff"]"#)).is_ok());
+    }
+
+    #[test]
+    fn truncates_on_char_boundary() {
+        let mut s = "aé".to_owned();
+        truncate_to(&mut s, 2);
+        assert_eq!(s, "a");
+    }
+}

@@ -1,0 +1,210 @@
+//! The worker: what a freshly forked child of the zygote does, from hardening to exit.
+//!
+//! Owns: the setup order, the worker's blocking IPC [`Channel`], and mapping each setup failure to
+//! its exit code ([`SetupStage`]).
+//! Never does: return to the zygote's loop (it always ends in `_exit`); run guest code before the
+//! seccomp filter is installed; serve more than one cell.
+//! Invariants, in order: signal mask reset → `PR_SET_PDEATHSIG` (+ parent check) → only fds 0–3
+//! → rlimits → (root) bounding set, groups, gid/uid 65534, RLIMIT_NPROC 0, `PR_SET_PDEATHSIG`
+//! again (a credential change clears it) → capabilities empty → no-new-privs, non-dumpable →
+//! QuickJS runtime, context, prelude → seccomp allow-list → `Ready`.
+
+use std::fs::File;
+use std::io::{self, Read, Write};
+use std::os::fd::{FromRawFd, RawFd};
+use std::time::Instant;
+
+use seccompiler::BpfProgram;
+
+use super::harden;
+use super::isolate::{Isolate, Served};
+use super::protocol::{self, HostFrame, SetupStage, Split, WorkerConfig, WorkerFrame};
+
+/// Why [`Channel::recv`] failed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum ChannelError {
+    /// The socket failed or the supervisor closed it.
+    Io,
+    /// An oversized or unparsable frame.
+    Malformed,
+}
+
+/// The worker's end of its IPC socket: blocking, with a deadline on receive.
+pub(crate) struct Channel {
+    file: File,
+    buf: Vec<u8>,
+    start: usize,
+    scratch: Box<[u8]>,
+    frame_cap: usize,
+}
+
+impl Channel {
+    /// Wraps the already-isolated socket fd.
+    ///
+    /// # Safety
+    /// `fd` must be an open socket that nothing else owns.
+    pub(crate) unsafe fn from_fd(fd: RawFd, frame_cap: usize) -> Channel {
+        Channel {
+            // SAFETY: guaranteed by the caller.
+            file: unsafe { File::from_raw_fd(fd) },
+            buf: Vec::new(),
+            start: 0,
+            scratch: vec![0u8; 64 * 1024].into_boxed_slice(),
+            frame_cap,
+        }
+    }
+
+    /// The largest frame either side may send.
+    pub(crate) fn frame_cap(&self) -> usize {
+        self.frame_cap
+    }
+
+    /// Writes already-encoded frames.
+    pub(crate) fn send(&mut self, bytes: &[u8]) -> io::Result<()> {
+        self.file.write_all(bytes)
+    }
+
+    /// Receives one frame; `Ok(None)` when `deadline` passed first.
+    pub(crate) fn recv(
+        &mut self,
+        deadline: Option<Instant>,
+    ) -> Result<Option<HostFrame>, ChannelError> {
+        loop {
+            match protocol::split_frame(&self.buf[self.start..], self.frame_cap) {
+                Split::Frame { len } => {
+                    let body = self.start + protocol::HEADER..self.start + protocol::HEADER + len;
+                    let frame = serde_json::from_slice(&self.buf[body])
+                        .map_err(|_| ChannelError::Malformed)?;
+                    self.start += protocol::HEADER + len;
+                    if self.start == self.buf.len() {
+                        self.buf.clear();
+                        self.start = 0;
+                    }
+                    return Ok(Some(frame));
+                }
+                Split::TooLarge { .. } => return Err(ChannelError::Malformed),
+                Split::Incomplete => {}
+            }
+            if !self.wait_readable(deadline)? {
+                return Ok(None);
+            }
+            let n = loop {
+                match self.file.read(&mut self.scratch) {
+                    Ok(n) => break n,
+                    Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                    Err(_) => return Err(ChannelError::Io),
+                }
+            };
+            if n == 0 {
+                return Err(ChannelError::Io);
+            }
+            if self.start > 0 {
+                self.buf.drain(..self.start);
+                self.start = 0;
+            }
+            self.buf.extend_from_slice(&self.scratch[..n]);
+        }
+    }
+
+    /// Polls the socket until readable (`true`) or the deadline (`false`).
+    fn wait_readable(&self, deadline: Option<Instant>) -> Result<bool, ChannelError> {
+        use std::os::fd::AsRawFd;
+        loop {
+            let timeout_ms: libc::c_int = match deadline {
+                None => -1,
+                Some(at) => {
+                    let left = at.saturating_duration_since(Instant::now());
+                    if left.is_zero() {
+                        return Ok(false);
+                    }
+                    // Round up so we never wake just before the deadline and spin.
+                    libc::c_int::try_from(left.as_micros().div_ceil(1000))
+                        .unwrap_or(libc::c_int::MAX)
+                }
+            };
+            let mut pfd = libc::pollfd {
+                fd: self.file.as_raw_fd(),
+                events: libc::POLLIN,
+                revents: 0,
+            };
+            // SAFETY: one valid pollfd.
+            let rc = unsafe { libc::poll(&mut pfd, 1, timeout_ms) };
+            if rc > 0 {
+                return Ok(true);
+            }
+            if rc < 0 && io::Error::last_os_error().kind() != io::ErrorKind::Interrupted {
+                return Err(ChannelError::Io);
+            }
+        }
+    }
+}
+
+/// Entry point of a forked worker. Never returns: exits with 0 after its cell, or with the
+/// [`SetupStage`] code of the step that failed.
+pub(crate) fn worker_main(
+    config: &WorkerConfig,
+    filter: Option<&BpfProgram>,
+    prelude: Option<&[u8]>,
+    ipc: RawFd,
+    zygote: libc::pid_t,
+) -> ! {
+    let code = match std::panic::catch_unwind(|| run(config, filter, prelude, ipc, zygote)) {
+        Ok(Ok(())) => 0,
+        Ok(Err(stage)) => {
+            // Before seccomp this reaches the zygote's stderr pipe; after it, fd 2 is allowed.
+            eprintln!("sandbox worker: setup failed at {}", stage.describe());
+            stage.code()
+        }
+        Err(_) => SetupStage::Panic.code(),
+    };
+    // SAFETY: _exit ends the process without running the zygote's atexit handlers or destructors.
+    unsafe { libc::_exit(code) }
+}
+
+fn run(
+    config: &WorkerConfig,
+    filter: Option<&BpfProgram>,
+    prelude: Option<&[u8]>,
+    ipc: RawFd,
+    zygote: libc::pid_t,
+) -> Result<(), SetupStage> {
+    harden::reset_signal_mask().map_err(|_| SetupStage::ParentDeath)?;
+    harden::die_with_parent(zygote).map_err(|_| SetupStage::ParentDeath)?;
+    harden::isolate_fds(ipc).map_err(|_| SetupStage::Fds)?;
+    harden::set_rlimits(config.address_space).map_err(|_| SetupStage::Rlimits)?;
+    if harden::is_root() {
+        harden::drop_identity().map_err(|_| SetupStage::Identity)?;
+        harden::forbid_processes().map_err(|_| SetupStage::Rlimits)?;
+        // Changing credentials clears the parent-death signal: set it again (and re-check that
+        // the zygote is still there, or the signal would never come).
+        harden::die_with_parent(zygote).map_err(|_| SetupStage::ParentDeath)?;
+    }
+    harden::drop_capabilities().map_err(|_| SetupStage::Capabilities)?;
+    harden::no_new_privs().map_err(|_| SetupStage::NoNewPrivs)?;
+
+    // SAFETY: getpid has no failure mode.
+    let pid = unsafe { libc::getpid() };
+    let filter = filter.ok_or(SetupStage::Seccomp)?;
+    let isolate = Isolate::new(config.memory_limit, harden::stack_budget(config.max_stack))
+        .map_err(|_| SetupStage::Isolate)?;
+    // SAFETY: isolate_fds moved the socket to IPC_FD; nothing else owns it.
+    let chan = unsafe { Channel::from_fd(harden::IPC_FD, config.frame_bytes) };
+    let served = isolate.serve(chan, config, prelude, |chan| {
+        harden::install_filter(filter).map_err(|_| SetupStage::Seccomp)?;
+        let mut frame = Vec::with_capacity(32);
+        protocol::encode(
+            &WorkerFrame::Ready {
+                pid: u32::try_from(pid).unwrap_or(0),
+            },
+            &mut frame,
+        )
+        .map_err(|_| SetupStage::Handshake)?;
+        chan.send(&frame).map_err(|_| SetupStage::Handshake)
+    })?;
+    // The process ends right after this; freeing the heap would only cost time.
+    std::mem::forget(isolate);
+    match served {
+        Served::Done => Ok(()),
+        Served::FilterInactive => Err(SetupStage::Seccomp),
+    }
+}

@@ -1,0 +1,62 @@
+//! Many cells through one supervisor: all correct, each on its own worker, nothing leaked.
+
+use std::collections::BTreeSet;
+use std::time::{Duration, Instant};
+
+use super::support::Harness;
+use pretty_assertions::assert_eq;
+use serde_json::json;
+use toolsearch::sandbox::{CellOptions, Outcome};
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_hundred_cells_at_once() {
+    let h = Harness::new().await;
+    let started = Instant::now();
+    let mut set = tokio::task::JoinSet::new();
+    for i in 0..200u64 {
+        let sup = h.sup.clone();
+        let bridge = h.bridge.clone();
+        set.spawn(async move {
+            let code = format!(
+                "const hits = await openclaw.tools.search('q{i}');\n\
+                 const out = await openclaw.tools.call(hits[0].id, {{a: {i}, b: 1}});\n\
+                 return {{i: {i}, sum: out.sum, n: hits.length}};"
+            );
+            (i, sup.run_cell(&code, bridge, CellOptions::default()).await)
+        });
+    }
+    let mut pids = BTreeSet::new();
+    let mut seen = 0;
+    while let Some(joined) = set.join_next().await {
+        let (i, r) = joined.unwrap();
+        assert_eq!(r.outcome, Outcome::Ok, "cell {i}: {r:#?}");
+        assert_eq!(r.value, Some(json!({"i": i, "sum": i + 1, "n": 3})));
+        assert!(
+            pids.insert(r.telemetry.worker_pid),
+            "worker {} reused",
+            r.telemetry.worker_pid
+        );
+        seen += 1;
+    }
+    assert_eq!(seen, 200);
+    assert!(
+        started.elapsed() < Duration::from_secs(60),
+        "took {:?}",
+        started.elapsed()
+    );
+    h.finish().await;
+}
+
+#[tokio::test]
+async fn consecutive_cells_run_in_different_workers() {
+    let h = Harness::new().await;
+    let mut pids = Vec::new();
+    for _ in 0..5 {
+        let r = h.run("return 1").await;
+        assert_eq!(r.outcome, Outcome::Ok);
+        pids.push(r.telemetry.worker_pid);
+    }
+    let distinct: BTreeSet<u32> = pids.iter().copied().collect();
+    assert_eq!(distinct.len(), pids.len(), "{pids:?}");
+    h.finish().await;
+}
