@@ -5,6 +5,8 @@
 mod batch;
 /// Catalog files, snapshots, fingerprints, id clashes.
 mod catalog;
+/// The embedded demo catalog: size, mix, schemas, every tool called for real, search pins.
+mod demo;
 /// Describe, lenient names, ambiguity and suggestions.
 mod describe;
 /// Fail-closed policy: a denied tool is invisible and cannot move rankings.
