@@ -78,17 +78,17 @@ impl Schedule {
         body: F,
     ) -> Result<F::Output, ScheduleError> {
         let held = HELD.try_with(|held| *held).ok();
-        if let Some((schedule, held_mode)) = held {
-            if schedule == self.id {
-                if held_mode == ExecutionMode::Sequential || mode == ExecutionMode::Sequential {
-                    return Err(ScheduleError::Reentrant {
-                        tool: tool.to_string(),
-                        holder: mode_name(held_mode),
-                    });
-                }
-                // Parallel inside parallel: already covered by the caller's shared slot.
-                return Ok(body.await);
+        if let Some((schedule, held_mode)) = held
+            && schedule == self.id
+        {
+            if held_mode == ExecutionMode::Sequential || mode == ExecutionMode::Sequential {
+                return Err(ScheduleError::Reentrant {
+                    tool: tool.to_string(),
+                    holder: mode_name(held_mode),
+                });
             }
+            // Parallel inside parallel: already covered by the caller's shared slot.
+            return Ok(body.await);
         }
         match mode {
             ExecutionMode::Sequential => {

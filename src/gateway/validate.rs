@@ -64,10 +64,10 @@ pub(crate) fn compile(schema: &Value, what: &str) -> Compiled {
         Err(first) => {
             let mut normalized = schema.clone();
             let mut budget = NORMALIZE_NODE_CAP;
-            if normalize(&mut normalized, &mut budget) {
-                if let Ok(validator) = options().build(&normalized) {
-                    return Ok(Arc::new(validator));
-                }
+            if normalize(&mut normalized, &mut budget)
+                && let Ok(validator) = options().build(&normalized)
+            {
+                return Ok(Arc::new(validator));
             }
             Err(format!(
                 "its {what} schema is invalid ({}{})",
@@ -101,10 +101,8 @@ fn normalize(schema: &mut Value, budget: &mut usize) -> bool {
             ] {
                 if let Some(Value::Bool(exclusive)) = map.get(flag).cloned() {
                     map.remove(flag);
-                    if exclusive {
-                        if let Some(limit) = map.remove(bound) {
-                            map.insert(flag.to_string(), limit);
-                        }
+                    if exclusive && let Some(limit) = map.remove(bound) {
+                        map.insert(flag.to_string(), limit);
                     }
                     changed = true;
                 }

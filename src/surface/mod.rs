@@ -188,10 +188,11 @@ fn direct_definition(tool: &Descriptor, names: &ProviderNames) -> ToolDefinition
 }
 
 type NameCacheKey = (Fingerprint, u64);
+type NameCache = Mutex<Vec<(NameCacheKey, Arc<ProviderNames>)>>;
 
 /// Provider names per (snapshot, policy): computed once (R-1.7 caches).
 fn names_for(view: &Authorized) -> Arc<ProviderNames> {
-    static CACHE: OnceLock<Mutex<Vec<(NameCacheKey, Arc<ProviderNames>)>>> = OnceLock::new();
+    static CACHE: OnceLock<NameCache> = OnceLock::new();
     let key = view.cache_key();
     let cache = CACHE.get_or_init(|| Mutex::new(Vec::new()));
     if let Some((_, names)) = cache
@@ -216,6 +217,7 @@ fn names_for(view: &Authorized) -> Arc<ProviderNames> {
 }
 
 type DirectoryKey = (Fingerprint, u64, usize, bool);
+type DirectoryCache = Mutex<Vec<(DirectoryKey, Arc<String>)>>;
 
 /// Directory text per (snapshot, policy, budget, style): deterministic bytes, rendered once.
 fn directory_for(
@@ -224,7 +226,7 @@ fn directory_for(
     budget: usize,
     style: DirectoryStyle,
 ) -> Arc<String> {
-    static CACHE: OnceLock<Mutex<Vec<(DirectoryKey, Arc<String>)>>> = OnceLock::new();
+    static CACHE: OnceLock<DirectoryCache> = OnceLock::new();
     let (fingerprint, policy) = view.cache_key();
     let key = (
         fingerprint,
@@ -346,17 +348,17 @@ impl Surface {
             auto = Some(decision);
         }
         let mut fallback = None;
-        if mode == Mode::Code {
-            if let CodeAvailability::Unavailable(reason) = &options.code {
-                let text = format!("code mode is unavailable here ({reason}); using tools mode");
-                tracing::warn!(%reason, "code mode falls back to tools mode");
-                let mut fields = serde_json::Map::new();
-                fields.insert("run_id".into(), json!(gateway.run().run_id));
-                fields.insert("reason".into(), json!(reason));
-                gateway.session_log().record("code_fallback", fields);
-                fallback = Some(text);
-                mode = Mode::Tools;
-            }
+        if mode == Mode::Code
+            && let CodeAvailability::Unavailable(reason) = &options.code
+        {
+            let text = format!("code mode is unavailable here ({reason}); using tools mode");
+            tracing::warn!(%reason, "code mode falls back to tools mode");
+            let mut fields = serde_json::Map::new();
+            fields.insert("run_id".into(), json!(gateway.run().run_id));
+            fields.insert("reason".into(), json!(reason));
+            gateway.session_log().record("code_fallback", fields);
+            fallback = Some(text);
+            mode = Mode::Tools;
         }
 
         let limits = config.search_limits;
@@ -493,10 +495,10 @@ impl Surface {
         {
             return Some(tool.target.clone());
         }
-        if self.hydrate {
-            if let Some(id) = self.names.id_of(name) {
-                return Some(Target::Tool(id.to_string()));
-            }
+        if self.hydrate
+            && let Some(id) = self.names.id_of(name)
+        {
+            return Some(Target::Tool(id.to_string()));
         }
         None
     }
@@ -624,13 +626,13 @@ fn check_client_names(view: &Authorized) -> Result<(), SurfaceError> {
         }
     }
     for tool in view.tools().chain(view.direct_only()) {
-        if tool.source == Source::Client {
-            if let Some(other) = catalog.get(tool.name.as_str()) {
-                return Err(SurfaceError::ClientNameCollision {
-                    client: tool.id.clone(),
-                    catalog: other.to_string(),
-                });
-            }
+        if tool.source == Source::Client
+            && let Some(other) = catalog.get(tool.name.as_str())
+        {
+            return Err(SurfaceError::ClientNameCollision {
+                client: tool.id.clone(),
+                catalog: other.to_string(),
+            });
         }
     }
     Ok(())

@@ -17,10 +17,11 @@ use toolsearch::surface::{
 use crate::support::shared;
 
 fn options(mode: Mode) -> SurfaceOptions {
-    let mut config = Config::default();
-    config.mode = mode;
     SurfaceOptions {
-        config,
+        config: Config {
+            mode,
+            ..Config::default()
+        },
         context_tokens: None,
         code: CodeAvailability::Available,
     }
