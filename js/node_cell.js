@@ -11,6 +11,11 @@
 const readline = require("readline");
 
 const rl = readline.createInterface({ input: process.stdin });
+// stdout carries the protocol: console output is captured like the sandbox worker captures it.
+const logs = [];
+for (const level of ["log", "warn", "error"]) {
+  console[level] = (...args) => logs.push({ level, text: args.map(String).join(" ") });
+}
 const waiting = new Map();
 let nextId = 1;
 let started = false;
@@ -42,8 +47,8 @@ rl.on("line", (line) => {
     const AsyncFunction = Object.getPrototypeOf(async function () {}).constructor;
     const cell = new AsyncFunction("openclaw", msg.code);
     cell(openclaw).then(
-      (value) => finish({ done: true, value: value === undefined ? null : value }),
-      (e) => finish({ done: true, error: String(e && e.message) }),
+      (value) => finish({ done: true, value: value === undefined ? null : value, logs }),
+      (e) => finish({ done: true, error: String(e && e.message), logs }),
     );
     return;
   }

@@ -3,7 +3,9 @@
 //! Exit codes: 0 ok, 1 failed or refused, 2 usage. Skipped catalog lines are reported on stderr
 //! with a count and do not change the exit code unless nothing loaded at all.
 
+mod code;
 mod eval;
+mod surface;
 
 use std::io::Write;
 use std::path::PathBuf;
@@ -33,8 +35,53 @@ enum Command {
     Describe(DescribeArgs),
     /// Call a tool through the gateway's full call path.
     Call(CallArgs),
+    /// Run one JavaScript cell in the sandbox against the gateway (code mode, R-8).
+    Exec(code::ExecArgs),
+    /// Show what a provider request carries in a mode.
+    Surface(surface::SurfaceArgs),
     /// Measure search quality on a catalog and a query file.
     Eval(EvalArgs),
+    /// Benchmarks.
+    #[command(subcommand)]
+    Bench(BenchCommand),
+}
+
+#[derive(Debug, Subcommand)]
+enum BenchCommand {
+    /// Code cells doing search + describe + call on the demo catalog: warm pool, cold fork, and a
+    /// Node.js child per cell (the reference architecture), in the same run.
+    Cells(code::BenchCellsArgs),
+}
+
+/// Configuration file and profile.
+#[derive(Debug, Args, Clone)]
+pub(crate) struct ConfigArgs {
+    /// A JSON5 config file: {profile?, tools: {toolSearch: …}}.
+    #[arg(long = "config", value_name = "FILE")]
+    config: Option<PathBuf>,
+    /// The profile of defaults: default or local.
+    #[arg(long, value_name = "PROFILE")]
+    profile: Option<String>,
+}
+
+impl ConfigArgs {
+    /// The resolved configuration; clamps are reported on stderr.
+    pub(crate) fn load(&self) -> Result<crate::config::Config> {
+        let profile = match &self.profile {
+            None => None,
+            Some(name) => Some(crate::config::Profile::parse(name).ok_or_else(|| {
+                anyhow::anyhow!("invalid --profile {name:?}; expected default or local")
+            })?),
+        };
+        let config = match &self.config {
+            None => crate::config::Config::for_profile(profile.unwrap_or(crate::config::Profile::Default)),
+            Some(path) => crate::config::Config::from_file(path, profile)?,
+        };
+        for warning in &config.warnings {
+            eprintln!("toolsearch: {warning}");
+        }
+        Ok(config)
+    }
 }
 
 /// Where tools come from and which are allowed.
@@ -154,6 +201,9 @@ fn run(cli: Cli) -> Result<ExitCode> {
         Command::Search(args) => search(args),
         Command::Describe(args) => describe(args),
         Command::Call(args) => call(args),
+        Command::Exec(args) => code::exec(args),
+        Command::Surface(args) => surface::surface(args),
+        Command::Bench(BenchCommand::Cells(args)) => code::bench_cells(args),
         Command::Eval(args) => eval::run(args.catalog.as_deref(), &args.queries, args.json),
     }
 }

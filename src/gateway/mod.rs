@@ -217,7 +217,12 @@ fn fresh_id() -> u64 {
 }
 
 /// Snapshot-dependent state, swapped whole when the catalog or policy changes.
+///
+/// The index may be shared with other gateways whose snapshots have the same fingerprint (same
+/// tools, same order) but other executors (another demo world, another MCP connection), so tools
+/// are always taken from this gateway's own `view`, by the positions the index returns.
 struct State {
+    view: Authorized,
     index: Arc<SearchIndex>,
     validators: ValidatorCache,
 }
@@ -230,8 +235,18 @@ impl State {
     ) -> Result<State, GatewayError> {
         let view = Authorized::new(snapshot, policy);
         let index = cache.get(&view)?;
-        let validators = ValidatorCache::new(index.view().len());
-        Ok(State { index, validators })
+        let validators = ValidatorCache::new(view.len());
+        Ok(State {
+            view,
+            index,
+            validators,
+        })
+    }
+
+    /// This gateway's allowed tool at an index position.
+    fn tool(&self, position: u32) -> Option<&Descriptor> {
+        let snapshot_position = *self.view.allowed_positions().get(position as usize)?;
+        self.view.snapshot().tool(snapshot_position)
     }
 }
 
@@ -318,7 +333,7 @@ impl Gateway {
 
     /// The allowed view of the current snapshot.
     pub fn view(&self) -> Authorized {
-        self.state().index.view().clone()
+        self.state().view.clone()
     }
 
     /// The run context.
@@ -344,7 +359,7 @@ impl Gateway {
     /// Replaces the catalog (e.g. an MCP server changed its tools). Calls already running keep
     /// the snapshot they started with; later calls see only the new one.
     pub fn replace_snapshot(&self, snapshot: CatalogSnapshot) -> Result<(), GatewayError> {
-        let policy = self.state().index.view().policy().clone();
+        let policy = self.state().view.policy().clone();
         let state = State::new(&self.inner.cache, snapshot, policy)?;
         *self
             .inner
@@ -422,7 +437,7 @@ impl Gateway {
                 Ok(described) => Ok(serde_json::to_value(&described).unwrap_or(Value::Null)),
                 Err(error) => {
                     // A direct-only tool is described too: the model may ask about it.
-                    match state.index.view().get_direct(selector.trim()) {
+                    match state.view.get_direct(selector.trim()) {
                         Some(direct) => Ok(json!({
                             "id": direct.id,
                             "name": direct.name,
@@ -501,7 +516,7 @@ impl Gateway {
                 ));
             }
         };
-        let Some(tool) = state.index.tool(position) else {
+        let Some(tool) = state.tool(position) else {
             return Err((
                 CallOutcome::Failed(CallError::new(
                     ErrorKind::UnknownTool,
@@ -540,7 +555,7 @@ impl Gateway {
 
     /// policy: allowed (again — fail closed), implemented, server up.
     fn policy_stage(&self, state: &State, tool: &Descriptor) -> Stage<()> {
-        if !state.index.view().policy().allows(tool) {
+        if !state.view.policy().allows(tool) {
             // Unreachable through resolution (the index holds allowed tools only); kept so a
             // future change cannot turn a denied tool into a callable one.
             return fail(
@@ -822,7 +837,7 @@ impl Gateway {
 
     fn log_run_start(&self) {
         let state = self.state();
-        let view = state.index.view();
+        let view = &state.view;
         let mut sources: HashMap<&'static str, usize> = HashMap::new();
         for tool in view.tools() {
             *sources.entry(tool.source.as_str()).or_default() += 1;
@@ -884,7 +899,7 @@ impl Gateway {
     /// tool ids and sources.
     pub fn telemetry(&self) -> Value {
         let state = self.state();
-        let view = state.index.view();
+        let view = &state.view;
         let mut sources: HashMap<&'static str, usize> = HashMap::new();
         for tool in view.tools() {
             *sources.entry(tool.source.as_str()).or_default() += 1;

@@ -135,10 +135,12 @@ fn mismatch(which: &'static str, detail: String) -> SandboxError {
 pub async fn run_cells_bench(
     worker_binary: &Path,
     bridge: Arc<dyn Bridge>,
+    cell: &str,
     iterations: usize,
 ) -> Result<BenchReport, SandboxError> {
     let worker_binary = worker_binary.to_path_buf();
-    match tokio::spawn(async move { measure(&worker_binary, bridge, iterations).await }).await {
+    let cell = cell.to_string();
+    match tokio::spawn(async move { measure(&worker_binary, bridge, &cell, iterations).await }).await {
         Ok(report) => report,
         Err(e) => Err(mismatch("bench", format!("the benchmark task failed: {e}"))),
     }
@@ -147,6 +149,7 @@ pub async fn run_cells_bench(
 async fn measure(
     worker_binary: &Path,
     bridge: Arc<dyn Bridge>,
+    cell: &str,
     iterations: usize,
 ) -> Result<BenchReport, SandboxError> {
     let iterations = iterations.max(1);
@@ -159,7 +162,7 @@ async fn measure(
     let mut samples = Vec::with_capacity(iterations);
     for _ in 0..iterations + 1 {
         warm.wait_pool_full(Duration::from_secs(10)).await;
-        let (dt, value) = warm_cell(&warm, &bridge, true).await?;
+        let (dt, value) = warm_cell(&warm, &bridge, cell, true).await?;
         match &expected {
             None => expected = Some(value), // the first iteration only fixes the expected value
             Some(e) if *e == value => samples.push(dt),
@@ -181,7 +184,7 @@ async fn measure(
     let cold = Supervisor::start(config).await?;
     let mut samples = Vec::with_capacity(iterations);
     for _ in 0..iterations {
-        let (dt, value) = warm_cell(&cold, &bridge, false).await?;
+        let (dt, value) = warm_cell(&cold, &bridge, cell, false).await?;
         if value != expected {
             return Err(mismatch(
                 "cold",
@@ -197,7 +200,7 @@ async fn measure(
     let script = NodeScript::write()?;
     let mut samples = Vec::with_capacity(iterations);
     for _ in 0..iterations {
-        let (dt, value) = run_node_cell(&node, script.path(), BENCH_CELL, &bridge).await?;
+        let (dt, value) = run_node_cell(&node, script.path(), cell, &bridge).await?;
         if value != expected {
             return Err(mismatch(
                 "node",
@@ -219,11 +222,12 @@ async fn measure(
 async fn warm_cell(
     sup: &Supervisor,
     bridge: &Arc<dyn Bridge>,
+    cell: &str,
     want_warm: bool,
 ) -> Result<(f64, Value), SandboxError> {
     let t = Instant::now();
     let r = sup
-        .run_cell(BENCH_CELL, bridge.clone(), CellOptions::default())
+        .run_cell(cell, bridge.clone(), CellOptions::default())
         .await;
     let dt = ms(t.elapsed());
     let which = if want_warm { "warm" } else { "cold" };

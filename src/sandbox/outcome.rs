@@ -242,7 +242,7 @@ impl CellResult {
 
     /// A result for a cell that never reached a worker.
     #[cold]
-    pub(crate) fn failed(outcome: Outcome, telemetry: CellTelemetry) -> CellResult {
+    pub fn failed(outcome: Outcome, telemetry: CellTelemetry) -> CellResult {
         CellResult {
             outcome,
             value: None,

@@ -713,3 +713,40 @@ fn the_session_log_answers_the_four_questions() {
     assert_eq!(end["counters"]["searches"], 2);
     assert_eq!(end["final_calls"][0]["source"], "mcp");
 }
+
+/// Issue 3: every demo tool, called through the whole call path with arguments generated from
+/// its schema, succeeds, and the gateway's own output validation accepts the result.
+#[test]
+fn every_demo_tool_succeeds_through_the_gateway() {
+    use toolsearch::demo::{self, DemoWorld, example_args};
+    let rt = rt();
+    let cache = Arc::new(toolsearch::IndexCache::new());
+    let approve_all = Arc::new(toolsearch::gateway::GlobApprovals::new(&["*".to_string()]).unwrap());
+    let ids: Vec<(String, Source, bool)> = demo::catalog()
+        .tools()
+        .iter()
+        .map(|t| (t.id.clone(), t.source, t.output_schema.is_some()))
+        .collect();
+    let mut failures = Vec::new();
+    let mut validated_outputs = 0;
+    for (id, source, has_output) in &ids {
+        // A fresh world per tool; the index is shared (same fingerprint), executors are not.
+        let gateway = GatewayBuilder::new(demo::catalog_with(Arc::new(DemoWorld::seeded())))
+            .index_cache(cache.clone())
+            .approvals(approve_all.clone())
+            .build()
+            .unwrap();
+        let schema = gateway.view().get(id).unwrap().input_schema.clone();
+        let outcome = rt.block_on(gateway.call_tool(id, example_args(&schema)));
+        match (source, &outcome) {
+            (Source::Client, CallOutcome::ClientCallRequired(_)) => {}
+            (_, CallOutcome::Done(envelope)) => {
+                assert_eq!(&envelope.tool.id, id);
+                validated_outputs += usize::from(*has_output);
+            }
+            (_, other) => failures.push(format!("{id}: {other:?}")),
+        }
+    }
+    assert!(failures.is_empty(), "{} failures:\n{}", failures.len(), failures.join("\n"));
+    assert!(ids.len() >= 300 && validated_outputs >= 60, "{} tools, {validated_outputs} outputs", ids.len());
+}

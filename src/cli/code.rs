@@ -1,0 +1,197 @@
+//! `toolsearch exec` (one code cell) and `toolsearch bench cells` (warm / cold / node).
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use anyhow::{Context, Result, bail};
+use clap::Args;
+
+use super::{CatalogArgs, ConfigArgs, load_catalog, load_policy, runtime};
+use crate::gateway::{Gateway, GlobApprovals};
+use crate::sandbox::bench::run_cells_bench;
+use crate::sandbox::{
+    CellOptions, CellResult, CellTelemetry, GatewayBridge, Limits, Outcome, Supervisor,
+    SupervisorConfig,
+};
+
+/// The cell `toolsearch bench cells` runs: search + describe + call on the demo catalog.
+pub const BENCH_CELL: &str = include_str!("../../js/examples/walkthrough.js");
+
+#[derive(Debug, Args)]
+pub(super) struct ExecArgs {
+    /// A JavaScript file holding the cell body (or `-` for stdin).
+    #[arg(value_name = "FILE.js", conflicts_with = "eval", required_unless_present = "eval")]
+    file: Option<PathBuf>,
+    /// The cell body given inline.
+    #[arg(short = 'e', long = "eval", value_name = "CODE")]
+    eval: Option<String>,
+    #[command(flatten)]
+    catalog: CatalogArgs,
+    #[command(flatten)]
+    config: ConfigArgs,
+    /// Wall-clock limit in milliseconds (clamped to 1,000–60,000; default from the config,
+    /// 10,000).
+    #[arg(long, value_name = "N")]
+    timeout_ms: Option<u64>,
+    /// Approve tools that require approval when their id or name matches this glob.
+    #[arg(long = "approve", value_name = "GLOB")]
+    approve: Vec<String>,
+    /// Print exactly one JSON object: {ok, value | error: {kind, message}, logs, telemetry}.
+    #[arg(long)]
+    json: bool,
+    /// The binary that runs workers (default: this executable).
+    #[arg(long, hide = true)]
+    worker_binary: Option<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+pub(super) struct BenchCellsArgs {
+    /// Measured iterations per series.
+    #[arg(long, default_value_t = 200)]
+    iterations: usize,
+    /// Print {"warm": {p50_ms, p99_ms, …}, "cold": {…}, "node": {…}, "ratio_node_over_warm", …}.
+    #[arg(long)]
+    json: bool,
+    /// The binary that runs workers (default: this executable).
+    #[arg(long, hide = true)]
+    worker_binary: Option<PathBuf>,
+}
+
+fn worker_binary(explicit: &Option<PathBuf>) -> Result<PathBuf> {
+    match explicit {
+        Some(path) => Ok(path.clone()),
+        None => std::env::current_exe().context("cannot locate the toolsearch executable"),
+    }
+}
+
+/// Sandbox limits from a resolved config.
+pub(super) fn limits_for(config: &crate::config::Config) -> Limits {
+    Limits {
+        code_timeout: config.code_timeout,
+        memory_limit_bytes: usize::try_from(config.memory_limit_bytes).unwrap_or(usize::MAX),
+        ..Limits::default()
+    }
+}
+
+pub(super) fn exec(args: ExecArgs) -> Result<ExitCode> {
+    let code = match (&args.eval, &args.file) {
+        (Some(code), _) => code.clone(),
+        (None, Some(path)) if path.as_os_str() == "-" => {
+            let mut code = String::new();
+            std::io::Read::read_to_string(&mut std::io::stdin(), &mut code)?;
+            code
+        }
+        (None, Some(path)) => std::fs::read_to_string(path)
+            .with_context(|| format!("cannot read {}", path.display()))?,
+        (None, None) => bail!("give a FILE.js or -e CODE"),
+    };
+    let config = args.config.load()?;
+    let snapshot = load_catalog(&args.catalog)?;
+    let policy = load_policy(&args.catalog)?;
+    let approvals = GlobApprovals::new(&args.approve).map_err(anyhow::Error::msg)?;
+    let gateway = Gateway::builder(snapshot)
+        .policy(policy)
+        .approvals(Arc::new(approvals))
+        .build()?;
+    let mut limits = limits_for(&config);
+    if let Some(ms) = args.timeout_ms {
+        limits.code_timeout = std::time::Duration::from_millis(ms);
+    }
+    let binary = worker_binary(&args.worker_binary)?;
+    let result = runtime()?.block_on(async move {
+        let mut supervisor_config = SupervisorConfig::new(binary);
+        // One cell: fork on demand rather than keeping a pool warm.
+        supervisor_config.pool_size = 0;
+        supervisor_config.limits = limits;
+        match Supervisor::start(supervisor_config).await {
+            Err(error) => CellResult::failed(
+                Outcome::WorkerSetupFailure {
+                    detail: error.to_string(),
+                },
+                CellTelemetry::default(),
+            ),
+            Ok(supervisor) => {
+                let result = supervisor
+                    .run_cell(
+                        &code,
+                        Arc::new(GatewayBridge::new(gateway)),
+                        CellOptions::default(),
+                    )
+                    .await;
+                supervisor.shutdown().await;
+                result
+            }
+        }
+    });
+    let mut out = std::io::stdout().lock();
+    if args.json {
+        writeln!(out, "{}", serde_json::to_string_pretty(&result.to_json())?)?;
+    } else {
+        for line in &result.logs {
+            writeln!(out, "[{:?}] {}", line.level, line.text)?;
+        }
+        if result.logs_truncated {
+            writeln!(out, "[logs truncated]")?;
+        }
+        match &result.value {
+            Some(value) if result.outcome.is_ok() => {
+                writeln!(out, "{}", serde_json::to_string_pretty(value)?)?
+            }
+            _ => writeln!(
+                out,
+                "error ({}): {}",
+                result.outcome.kind(),
+                result.outcome.message()
+            )?,
+        }
+    }
+    Ok(if result.outcome.is_ok() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    })
+}
+
+pub(super) fn bench_cells(args: BenchCellsArgs) -> Result<ExitCode> {
+    let binary = worker_binary(&args.worker_binary)?;
+    let gateway = Gateway::builder(crate::demo::catalog()).build()?;
+    let report = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?
+        .block_on(run_cells_bench(
+            &binary,
+            Arc::new(GatewayBridge::new(gateway)),
+            BENCH_CELL,
+            args.iterations,
+        ))?;
+    let mut out = std::io::stdout().lock();
+    if args.json {
+        writeln!(out, "{}", serde_json::to_string_pretty(&report)?)?;
+    } else {
+        writeln!(
+            out,
+            "cells doing search + describe + call on the demo catalog, {} iterations each",
+            args.iterations
+        )?;
+        for (name, series) in [
+            ("warm", &report.warm),
+            ("cold", &report.cold),
+            ("node", &report.node),
+        ] {
+            writeln!(
+                out,
+                "{name:>5}: p50 {:>8.3} ms   p99 {:>8.3} ms   mean {:>8.3} ms",
+                series.p50_ms, series.p99_ms, series.mean_ms
+            )?;
+        }
+        writeln!(out, "node / warm (p50): {:.1}x", report.ratio_node_over_warm)?;
+        writeln!(
+            out,
+            "ready worker: VmRSS {} KiB, PSS {} KiB",
+            report.ready_worker_rss_kib, report.ready_worker_pss_kib
+        )?;
+    }
+    Ok(ExitCode::SUCCESS)
+}
