@@ -1,23 +1,38 @@
 //! Code-cell latency: warm pool, cold fork, and the reference architecture (a Node.js child per
-//! cell) in the same run, all running `bench::BENCH_CELL` (search + describe + call) against the
-//! same bridge. Every iteration checks its result inside the timed loop.
+//! cell) in the same run, all running `js/examples/walkthrough.js` (search + describe + call)
+//! against the same gateway over the demo catalog. A fixture-bridge series isolates the sandbox's
+//! own cost. Every iteration checks its result inside the timed loop.
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use criterion::{Criterion, criterion_group, criterion_main};
-use toolsearch::sandbox::bench::{self, BENCH_CELL, FixtureBridge, NodeScript};
-use toolsearch::sandbox::{Bridge, CellOptions, Outcome, Supervisor, SupervisorConfig};
+use toolsearch::gateway::Gateway;
+use toolsearch::sandbox::bench::{self, FixtureBridge, NodeScript};
+use toolsearch::sandbox::{
+    Bridge, CellOptions, GatewayBridge, Outcome, Supervisor, SupervisorConfig,
+};
+
+/// The cell: the README's walkthrough on the demo catalog.
+const CELL: &str = include_str!("../js/examples/walkthrough.js");
 
 const BIN: &str = env!("CARGO_BIN_EXE_toolsearch");
 
 fn expected() -> serde_json::Value {
     serde_json::json!({
-        "hits": 3,
-        "tool": "create_event",
-        "result": {"id": "mcp:calendar:create_event", "ok": true, "sum": 5}
+        "found": ["plugin:units:convert_units", "plugin:units:convert_angle", "plugin:units:convert_pressure"],
+        "tool": "plugin:units:convert_units",
+        "miles": 6.213711922
     })
+}
+
+fn gateway_bridge() -> Arc<dyn Bridge> {
+    Arc::new(GatewayBridge::new(
+        Gateway::builder(toolsearch::demo::catalog())
+            .build()
+            .unwrap(),
+    ))
 }
 
 fn runtime() -> tokio::runtime::Runtime {
@@ -32,7 +47,7 @@ fn time_cells(rt: &tokio::runtime::Runtime, sup: &Supervisor, iters: u64, warm: 
     let sup = sup.clone();
     rt.block_on(async move {
         tokio::spawn(async move {
-            let bridge: Arc<dyn Bridge> = Arc::new(FixtureBridge);
+            let bridge = gateway_bridge();
             let mut total = Duration::ZERO;
             for _ in 0..iters {
                 if warm {
@@ -41,7 +56,7 @@ fn time_cells(rt: &tokio::runtime::Runtime, sup: &Supervisor, iters: u64, warm: 
                 }
                 let t = Instant::now();
                 let r = sup
-                    .run_cell(BENCH_CELL, bridge.clone(), CellOptions::default())
+                    .run_cell(CELL, bridge.clone(), CellOptions::default())
                     .await;
                 assert_eq!(r.outcome, Outcome::Ok, "{r:?}");
                 assert_eq!(r.value, Some(expected()));
@@ -79,8 +94,37 @@ fn cells(c: &mut Criterion) {
     });
     rt.block_on(cold.shutdown());
 
+    // The sandbox's own cost: the fixture bridge answers instantly with tiny values.
+    let fixture = rt
+        .block_on(Supervisor::start(SupervisorConfig::new(BIN)))
+        .unwrap();
+    group.bench_function("warm_fixture_bridge", |b| {
+        b.iter_custom(|iters| {
+            let sup = fixture.clone();
+            rt.block_on(async move {
+                tokio::spawn(async move {
+                    let bridge: Arc<dyn Bridge> = Arc::new(FixtureBridge);
+                    let mut total = Duration::ZERO;
+                    for _ in 0..iters {
+                        assert!(sup.wait_pool_full(Duration::from_secs(10)).await);
+                        let t = Instant::now();
+                        let r = sup
+                            .run_cell(bench::BENCH_CELL, bridge.clone(), CellOptions::default())
+                            .await;
+                        assert_eq!(r.outcome, Outcome::Ok, "{r:?}");
+                        total += t.elapsed();
+                    }
+                    total
+                })
+                .await
+                .unwrap()
+            })
+        })
+    });
+    rt.block_on(fixture.shutdown());
+
     let script = NodeScript::write().unwrap();
-    let bridge: Arc<dyn Bridge> = Arc::new(FixtureBridge);
+    let bridge = gateway_bridge();
     group
         .sample_size(10)
         .measurement_time(Duration::from_secs(10));
@@ -89,10 +133,9 @@ fn cells(c: &mut Criterion) {
             rt.block_on(async {
                 let mut total = Duration::ZERO;
                 for _ in 0..iters {
-                    let (dt, value) =
-                        bench::run_node_cell(&node, script.path(), BENCH_CELL, &bridge)
-                            .await
-                            .unwrap();
+                    let (dt, value) = bench::run_node_cell(&node, script.path(), CELL, &bridge)
+                        .await
+                        .unwrap();
                     assert_eq!(value, expected());
                     total += dt;
                 }
@@ -106,7 +149,8 @@ fn cells(c: &mut Criterion) {
     let report = rt
         .block_on(bench::run_cells_bench(
             BIN.as_ref(),
-            Arc::new(FixtureBridge),
+            gateway_bridge(),
+            CELL,
             200,
         ))
         .unwrap();

@@ -22,7 +22,11 @@ pub const BENCH_CELL: &str = include_str!("../../js/examples/walkthrough.js");
 #[derive(Debug, Args)]
 pub(super) struct ExecArgs {
     /// A JavaScript file holding the cell body (or `-` for stdin).
-    #[arg(value_name = "FILE.js", conflicts_with = "eval", required_unless_present = "eval")]
+    #[arg(
+        value_name = "FILE.js",
+        conflicts_with = "eval",
+        required_unless_present = "eval"
+    )]
     file: Option<PathBuf>,
     /// The cell body given inline.
     #[arg(short = 'e', long = "eval", value_name = "CODE")]
@@ -186,7 +190,11 @@ pub(super) fn bench_cells(args: BenchCellsArgs) -> Result<ExitCode> {
                 series.p50_ms, series.p99_ms, series.mean_ms
             )?;
         }
-        writeln!(out, "node / warm (p50): {:.1}x", report.ratio_node_over_warm)?;
+        writeln!(
+            out,
+            "node / warm (p50): {:.1}x",
+            report.ratio_node_over_warm
+        )?;
         writeln!(
             out,
             "ready worker: VmRSS {} KiB, PSS {} KiB",

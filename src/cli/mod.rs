@@ -74,7 +74,9 @@ impl ConfigArgs {
             })?),
         };
         let config = match &self.config {
-            None => crate::config::Config::for_profile(profile.unwrap_or(crate::config::Profile::Default)),
+            None => crate::config::Config::for_profile(
+                profile.unwrap_or(crate::config::Profile::Default),
+            ),
             Some(path) => crate::config::Config::from_file(path, profile)?,
         };
         for warning in &config.warnings {

@@ -124,7 +124,11 @@ pub(super) fn surface(args: SurfaceArgs) -> Result<ExitCode> {
     };
     let mut out = std::io::stdout().lock();
     if args.json {
-        writeln!(out, "{}", serde_json::to_string_pretty(&surface.to_json(format))?)?;
+        writeln!(
+            out,
+            "{}",
+            serde_json::to_string_pretty(&surface.to_json(format))?
+        )?;
         return Ok(ExitCode::SUCCESS);
     }
     writeln!(
@@ -148,12 +152,21 @@ pub(super) fn surface(args: SurfaceArgs) -> Result<ExitCode> {
     }
     writeln!(out, "declared tools: {}", surface.tools.len())?;
     writeln!(out, "request bytes: {}", surface.request_bytes(format))?;
-    let names: Vec<&str> = surface.tools.iter().map(|t| t.name.as_str()).take(40).collect();
+    let names: Vec<&str> = surface
+        .tools
+        .iter()
+        .map(|t| t.name.as_str())
+        .take(40)
+        .collect();
     writeln!(
         out,
         "tools: {}{}",
         names.join(", "),
-        if surface.tools.len() > 40 { ", …" } else { "" }
+        if surface.tools.len() > 40 {
+            ", …"
+        } else {
+            ""
+        }
     )?;
     let prompt = surface.system_prompt();
     if !prompt.is_empty() {

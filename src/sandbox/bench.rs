@@ -140,7 +140,9 @@ pub async fn run_cells_bench(
 ) -> Result<BenchReport, SandboxError> {
     let worker_binary = worker_binary.to_path_buf();
     let cell = cell.to_string();
-    match tokio::spawn(async move { measure(&worker_binary, bridge, &cell, iterations).await }).await {
+    match tokio::spawn(async move { measure(&worker_binary, bridge, &cell, iterations).await })
+        .await
+    {
         Ok(report) => report,
         Err(e) => Err(mismatch("bench", format!("the benchmark task failed: {e}"))),
     }

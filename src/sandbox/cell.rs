@@ -240,7 +240,9 @@ impl Frames {
             let len = match protocol::split_frame(&inbuf[consumed..], cap) {
                 Split::Incomplete => break None,
                 Split::TooLarge { len } => {
-                    break Some(protocol_error(format!("oversized frame ({len} bytes > {cap})")));
+                    break Some(protocol_error(format!(
+                        "oversized frame ({len} bytes > {cap})"
+                    )));
                 }
                 Split::Frame { len } => len,
             };

@@ -721,7 +721,8 @@ fn every_demo_tool_succeeds_through_the_gateway() {
     use toolsearch::demo::{self, DemoWorld, example_args};
     let rt = rt();
     let cache = Arc::new(toolsearch::IndexCache::new());
-    let approve_all = Arc::new(toolsearch::gateway::GlobApprovals::new(&["*".to_string()]).unwrap());
+    let approve_all =
+        Arc::new(toolsearch::gateway::GlobApprovals::new(&["*".to_string()]).unwrap());
     let ids: Vec<(String, Source, bool)> = demo::catalog()
         .tools()
         .iter()
@@ -747,6 +748,15 @@ fn every_demo_tool_succeeds_through_the_gateway() {
             (_, other) => failures.push(format!("{id}: {other:?}")),
         }
     }
-    assert!(failures.is_empty(), "{} failures:\n{}", failures.len(), failures.join("\n"));
-    assert!(ids.len() >= 300 && validated_outputs >= 60, "{} tools, {validated_outputs} outputs", ids.len());
+    assert!(
+        failures.is_empty(),
+        "{} failures:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
+    assert!(
+        ids.len() >= 300 && validated_outputs >= 60,
+        "{} tools, {validated_outputs} outputs",
+        ids.len()
+    );
 }
