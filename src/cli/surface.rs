@@ -10,7 +10,6 @@ use clap::{Args, ValueEnum};
 use super::{CatalogArgs, ConfigArgs, load_catalog, load_policy, runtime};
 use crate::config::Mode;
 use crate::gateway::Gateway;
-use crate::sandbox::{Supervisor, SupervisorConfig};
 use crate::surface::{CodeAvailability, Format, Surface, SurfaceOptions};
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
@@ -60,24 +59,10 @@ pub(super) fn probe_code(binary: Option<&PathBuf>) -> CodeAvailability {
             Err(error) => return CodeAvailability::Unavailable(error.to_string()),
         },
     };
-    let Ok(rt) = runtime() else {
-        return CodeAvailability::Unavailable("no async runtime".into());
-    };
-    rt.block_on(async {
-        let mut config = SupervisorConfig::new(binary);
-        config.pool_size = 0;
-        match Supervisor::start(config).await {
-            Err(error) => CodeAvailability::Unavailable(error.to_string()),
-            Ok(supervisor) => {
-                let probed = supervisor.probe().await;
-                supervisor.shutdown().await;
-                match probed {
-                    Ok(()) => CodeAvailability::Available,
-                    Err(error) => CodeAvailability::Unavailable(error.to_string()),
-                }
-            }
-        }
-    })
+    match runtime() {
+        Ok(rt) => rt.block_on(CodeAvailability::probe(&binary)),
+        Err(error) => CodeAvailability::Unavailable(error.to_string()),
+    }
 }
 
 pub(super) fn surface(args: SurfaceArgs) -> Result<ExitCode> {

@@ -32,6 +32,7 @@ use crate::config::{Config, DirectoryStyle, Mode};
 use crate::directory::{self, Namespace, Row};
 use crate::gateway::{CallError, CallOutcome, ErrorKind, Gateway};
 use crate::policy::Authorized;
+use crate::sandbox::{CellOptions, GatewayBridge, Supervisor, SupervisorConfig};
 
 /// Wire format of tool definitions.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -97,6 +98,56 @@ pub enum CodeAvailability {
     Available,
     /// It cannot; the reason is reported in the surface.
     Unavailable(String),
+}
+
+impl CodeAvailability {
+    /// Starts a supervisor on `worker_binary` and checks a hardened worker reaches `Ready`
+    /// . Any failure — the binary cannot start, setup fails, seccomp is unavailable — is
+    /// `Unavailable` with the reason.
+    pub async fn probe(worker_binary: &std::path::Path) -> CodeAvailability {
+        let mut config = SupervisorConfig::new(worker_binary);
+        config.pool_size = 0;
+        match Supervisor::start(config).await {
+            Err(error) => CodeAvailability::Unavailable(error.to_string()),
+            Ok(supervisor) => {
+                let probed = supervisor.probe().await;
+                supervisor.shutdown().await;
+                match probed {
+                    Ok(()) => CodeAvailability::Available,
+                    Err(error) => CodeAvailability::Unavailable(error.to_string()),
+                }
+            }
+        }
+    }
+}
+
+/// Runs one `tool_search_code` cell for `gateway`'s run: every bridge call takes the gateway's
+/// call path; the cell's telemetry is counted and logged (R-11.1 per-cell timings). Returns the
+/// cell result as the model sees it: `{ok, value | error: {kind, message}, logs, telemetry}`.
+pub async fn run_code_cell(
+    supervisor: &Supervisor,
+    gateway: &Gateway,
+    code: &str,
+    timeout: Option<std::time::Duration>,
+) -> Value {
+    let result = supervisor
+        .run_cell(
+            code,
+            std::sync::Arc::new(GatewayBridge::new(gateway.clone())),
+            CellOptions { timeout },
+        )
+        .await;
+    crate::telemetry::Counters::bump(&gateway.counters().cells);
+    let mut fields = serde_json::Map::new();
+    fields.insert("run_id".into(), json!(gateway.run().run_id));
+    fields.insert("outcome".into(), json!(result.outcome.kind()));
+    fields.insert("worker_pid".into(), json!(result.telemetry.worker_pid));
+    fields.insert("warm".into(), json!(result.telemetry.warm));
+    fields.insert("queue_ms".into(), json!(result.telemetry.queue_ms));
+    fields.insert("run_ms".into(), json!(result.telemetry.run_ms));
+    fields.insert("bridge_calls".into(), json!(result.telemetry.bridge_calls));
+    gateway.session_log().record("cell", fields);
+    result.to_json()
 }
 
 /// The `auto` decision and its inputs.

@@ -144,3 +144,79 @@ fn a_policy_file_narrows_what_the_cli_sees() {
         stderr(&out)
     );
 }
+
+#[test]
+fn exec_prints_one_json_object_for_success_timeout_and_setup_failure() {
+    let ok = toolsearch(&["exec", "-e", "console.log('hi'); return 1 + 1", "--json"]);
+    assert_eq!(ok.status.code(), Some(0), "{}", stderr(&ok));
+    let value: Value = serde_json::from_str(&stdout(&ok)).unwrap();
+    assert_eq!(
+        (value["ok"].clone(), value["value"].clone()),
+        (Value::Bool(true), Value::from(2))
+    );
+    assert_eq!(value["logs"][0]["text"], "hi");
+
+    let timeout = toolsearch(&[
+        "exec",
+        "-e",
+        "while (true) {}",
+        "--timeout-ms",
+        "1000",
+        "--json",
+    ]);
+    assert_eq!(timeout.status.code(), Some(1));
+    let value: Value = serde_json::from_str(&stdout(&timeout)).unwrap();
+    assert_eq!(value["error"]["kind"], "timeout");
+
+    let setup = toolsearch(&[
+        "exec",
+        "-e",
+        "return 1",
+        "--json",
+        "--worker-binary",
+        "/bin/false",
+    ]);
+    assert_eq!(setup.status.code(), Some(1));
+    let value: Value = serde_json::from_str(&stdout(&setup)).unwrap();
+    assert_eq!(value["ok"], false);
+    assert_eq!(value["error"]["kind"], "worker_setup_failure", "{value}");
+}
+
+#[test]
+fn surface_json_reports_mode_sizes_and_the_fallback() {
+    let out = toolsearch(&["surface", "--mode", "tools", "--json"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let value: Value = serde_json::from_str(&stdout(&out)).unwrap();
+    for key in [
+        "mode",
+        "declared_tools",
+        "request_bytes",
+        "tools",
+        "system_prompt",
+    ] {
+        assert!(value.get(key).is_some(), "missing {key}");
+    }
+    assert_eq!(value["mode"], "tools");
+    let direct = toolsearch(&["surface", "--mode", "direct", "--json"]);
+    let direct: Value = serde_json::from_str(&stdout(&direct)).unwrap();
+    assert!(direct["request_bytes"].as_u64() > value["request_bytes"].as_u64());
+
+    let fallback = toolsearch(&[
+        "surface",
+        "--mode",
+        "code",
+        "--json",
+        "--worker-binary",
+        "/bin/false",
+    ]);
+    let fallback: Value = serde_json::from_str(&stdout(&fallback)).unwrap();
+    assert_eq!(fallback["mode"], "tools");
+    assert_eq!(fallback["requested_mode"], "code");
+    assert!(
+        fallback["fallback"]
+            .as_str()
+            .unwrap()
+            .contains("unavailable"),
+        "{fallback}"
+    );
+}

@@ -18,6 +18,8 @@ mod support;
 
 /// The command line: JSON shapes and exit codes, through the real binary.
 mod cli;
+/// Code mode end to end: real cells against the real gateway.
+mod code_mode;
 /// JSON5 configuration: defaults, profiles, clamps, errors.
 mod config;
 /// The call path: shapes, validation, hooks, approvals, timeouts, scheduling, session log.
