@@ -315,6 +315,13 @@ fn char_len(word: &str) -> usize {
 
 /// One pass of the suffix stripper, in place; returns whether anything changed.
 fn strip_one_suffix(token: &mut String) -> bool {
+    // Every suffix ends in one of these letters: most words are done after one byte compare.
+    if !matches!(
+        token.as_bytes().last(),
+        Some(b's' | b'g' | b'd' | b'y' | b'r' | b'e')
+    ) {
+        return false;
+    }
     let length = char_len(token);
     if length <= 3 || KEPT_WHOLE.contains(&token.as_str()) {
         return false;

@@ -18,7 +18,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 use tantivy::schema::{FAST, Field, IndexRecordOption, Schema, TextFieldIndexing, TextOptions};
-use tantivy::{DocId, Index, IndexReader, Searcher, TantivyDocument, Term};
+use tantivy::{Index, IndexReader, Searcher, TantivyDocument, Term};
 
 use super::analyzer::{ANALYZER_NAME, QueryTerm, ToolTokenizer, query_terms};
 use super::hit::{Hints, Hit};
@@ -131,9 +131,9 @@ impl SearchIndex {
             .register(ANALYZER_NAME, ToolTokenizer::default());
 
         let documents = view.len();
-        // One thread keeps small catalogs in one segment; larger ones index on two threads
+        // One thread keeps catalogs up to 20k tools in one segment; larger ones index on two threads
         // (two segments; statistics are summed over segments, positions map back to the view).
-        let threads = if documents > 4_000 { 2 } else { 1 };
+        let threads = if documents > 20_000 { 2 } else { 1 };
         let mut writer = index.writer_with_num_threads::<TantivyDocument>(threads, 400_000_000)?;
         let mut text = String::new();
         for (position, tool) in view.tools().enumerate() {
@@ -313,9 +313,6 @@ impl SearchIndex {
 
     /// Adds every query term's weighted BM25 contribution into the scratch accumulators.
     fn accumulate(&self, terms: &[QueryTerm], scratch: &mut Scratch) {
-        use tantivy::DocSet;
-        use tantivy::postings::Postings;
-
         let documents = self.stats.documents;
         if documents == 0 {
             return;
@@ -343,30 +340,36 @@ impl SearchIndex {
             let literal = term.is_literal();
             for (segment, info) in self.segments.iter().zip(&infos) {
                 let Some(info) = info else { continue };
-                let Ok(mut postings) = segment
+                // Whole blocks of 128 decoded documents and frequencies at a time.
+                let Ok(mut block) = segment
                     .inverted
-                    .read_postings_from_terminfo(info, IndexRecordOption::WithFreqs)
+                    .read_block_postings_from_terminfo(info, IndexRecordOption::WithFreqs)
                 else {
                     continue;
                 };
-                let mut doc: DocId = postings.doc();
-                while doc != tantivy::TERMINATED {
-                    let Some(&position) = segment.positions.get(doc as usize) else {
+                loop {
+                    let docs = block.docs();
+                    if docs.is_empty() {
                         break;
-                    };
-                    let slot = position as usize;
-                    if slot < documents {
-                        let tf = postings.term_freq() as f32;
+                    }
+                    for (&doc, &tf) in docs.iter().zip(block.freqs()) {
+                        let Some(&position) = segment.positions.get(doc as usize) else {
+                            continue;
+                        };
+                        let slot = position as usize;
+                        if slot >= documents {
+                            continue;
+                        }
+                        let tf = tf as f32;
                         let norm =
                             self.length_norm[usize::from(segment.fieldnorms.fieldnorm_id(doc))];
-                        let score = weight * tf / (tf + norm);
                         if scratch.scores[slot] == 0.0 && !scratch.literal[slot] {
                             scratch.touched.push(position);
                         }
-                        scratch.scores[slot] += score;
+                        scratch.scores[slot] += weight * tf / (tf + norm);
                         scratch.literal[slot] |= literal;
                     }
-                    doc = postings.advance();
+                    block.advance();
                 }
             }
         }
