@@ -12,7 +12,7 @@ use std::path::Path;
 
 use serde_json::Value;
 
-use super::{Descriptor, Executor, Source};
+use super::{Descriptor, Executor, Source, json_kind};
 
 /// One entry that could not be loaded, with where it was and why.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -217,16 +217,5 @@ fn schema_field(
             "\"{key}\" must be a JSON Schema object, got {}",
             json_kind(&other)
         )),
-    }
-}
-
-fn json_kind(value: &Value) -> &'static str {
-    match value {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
     }
 }

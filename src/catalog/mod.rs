@@ -369,6 +369,18 @@ impl Descriptor {
     }
 }
 
+/// "a string", "an object", … — how error messages name the JSON type a value has.
+pub fn json_kind(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
+
 /// Builds the id of.
 pub fn tool_id(source: Source, owner: &str, name: &str) -> String {
     format!("{}:{}:{}", source.as_str(), owner, name)

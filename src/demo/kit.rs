@@ -120,7 +120,7 @@ impl<'a> Args<'a> {
             Value::Object(map) => Ok(Args { map }),
             other => Err(fail(format!(
                 "arguments must be a JSON object, got {}",
-                kind(other)
+                crate::catalog::json_kind(other)
             ))),
         }
     }
@@ -252,17 +252,6 @@ fn numbers(key: &str, value: &Value) -> Result<Vec<f64>, ToolError> {
     }
 }
 
-fn kind(value: &Value) -> &'static str {
-    match value {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
-    }
-}
-
 #[cold]
 fn missing(key: &str, expected: &str) -> ToolError {
     fail(format!("missing required argument `{key}` ({expected})"))
@@ -272,6 +261,6 @@ fn missing(key: &str, expected: &str) -> ToolError {
 fn wrong(key: &str, expected: &str, got: &Value) -> ToolError {
     fail(format!(
         "argument `{key}` must be {expected}, got {}",
-        kind(got)
+        crate::catalog::json_kind(got)
     ))
 }

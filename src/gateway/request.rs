@@ -166,7 +166,7 @@ pub(crate) fn parse(index: &SearchIndex, request: &Value) -> Result<Parsed, Call
             other => {
                 return Err(bad(format!(
                     "\"{field}\" must be an object of arguments, got {}",
-                    kind(other)
+                    crate::catalog::json_kind(other)
                 )));
             }
         };
@@ -222,15 +222,4 @@ pub(crate) fn parse(index: &SearchIndex, request: &Value) -> Result<Parsed, Call
         target,
         args: Value::Object(args),
     })
-}
-
-fn kind(value: &Value) -> &'static str {
-    match value {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
-    }
 }
