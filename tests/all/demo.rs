@@ -12,8 +12,6 @@ use toolsearch::catalog::{
     ToolError, ToolOutput,
 };
 use toolsearch::demo::{self, DemoWorld, example_args};
-use toolsearch::policy::{Authorized, Policy};
-use toolsearch::search::SearchIndex;
 use toolsearch::signature::output_signature;
 
 // ---- helpers -------------------------------------------------------------------------------------------
@@ -806,54 +804,6 @@ async fn time_and_finance_use_the_fixed_clock_and_tables() {
     assert_eq!(
         moved["balances"],
         json!([{"account_id": "acc_checking", "balance": 4015.37}, {"account_id": "acc_savings", "balance": 13000.0}])
-    );
-}
-
-// ---- search pins ---------------------------------------------------------------------------------------
-
-fn demo_index() -> SearchIndex {
-    SearchIndex::build(&Authorized::new(fresh(), Policy::allow_all())).expect("index builds")
-}
-
-fn top_ids(index: &SearchIndex, query: &str, limit: usize) -> Vec<String> {
-    index
-        .search(query, limit)
-        .into_iter()
-        .map(|h| h.id)
-        .collect()
-}
-
-#[test]
-fn scheduling_finds_the_automation_tool_first() {
-    let index = demo_index();
-    let ids = top_ids(&index, "scheduling", 8);
-    assert_eq!(
-        ids.first().map(String::as_str),
-        Some("plugin:automations:create_automation"),
-        "{ids:?}"
-    );
-    let tool = find(&fresh(), "plugin:automations:create_automation");
-    assert!(tool.description.starts_with("Schedule a recurring task"));
-}
-
-#[test]
-fn look_up_the_price_reaches_web_search_through_intent_expansion() {
-    let index = demo_index();
-    let ids = top_ids(&index, "look up the price", 8);
-    assert!(
-        ids.iter().any(|id| id == "plugin:web:web_search"),
-        "{ids:?}"
-    );
-}
-
-#[test]
-fn a_stop_word_name_is_found_by_exact_name() {
-    let index = demo_index();
-    let ids = top_ids(&index, "when", 8);
-    assert_eq!(
-        ids.first().map(String::as_str),
-        Some("plugin:time:when"),
-        "{ids:?}"
     );
 }
 
