@@ -33,6 +33,7 @@ use crate::directory::{self, Namespace, Row};
 use crate::gateway::{CallError, CallOutcome, ErrorKind, Gateway};
 use crate::policy::Authorized;
 use crate::sandbox::{CellOptions, GatewayBridge, Supervisor, SupervisorConfig};
+use crate::search::lookup::{self, Resolution};
 
 /// Wire format of tool definitions.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -595,7 +596,49 @@ impl Surface {
             Some(Target::Tool(id)) => {
                 Dispatch::Outcome(gateway.call(&json!({"id": id, "args": arguments})).await)
             }
-            None => Dispatch::Outcome(CallOutcome::Failed(self.unknown_name(name))),
+            None => self.dispatch_lenient(gateway, name, arguments).await,
+        }
+    }
+
+    /// A name that is neither declared nor a provider name: resolve it leniently against
+    /// the allowed catalog. Directory mode hydrates a unique match; other modes say how to run
+    /// it; several matches are an ambiguity error listing the allowed candidates.
+    async fn dispatch_lenient(&self, gateway: &Gateway, name: &str, arguments: &Value) -> Dispatch {
+        let index = gateway.index();
+        match lookup::resolve(&index, name) {
+            Resolution::Found(position) => {
+                let Some(id) = index.tool(position).map(|t| t.id.clone()) else {
+                    return Dispatch::Outcome(CallOutcome::Failed(self.unknown_name(name)));
+                };
+                if self.hydrate {
+                    return Dispatch::Outcome(
+                        gateway.call(&json!({"id": id, "args": arguments})).await,
+                    );
+                }
+                let how = match self.mode {
+                    Mode::Code => format!(
+                        "call it from tool_search_code with openclaw.tools.call({id:?}, args)"
+                    ),
+                    _ => format!("run it with tool_call {{\"id\": {id:?}, \"args\": {{…}}}}"),
+                };
+                Dispatch::Outcome(CallOutcome::Failed(CallError::new(
+                    ErrorKind::UnknownTool,
+                    None,
+                    format!("{name:?} is not declared to you: {how}."),
+                )))
+            }
+            Resolution::Ambiguous(candidates) => {
+                Dispatch::Outcome(CallOutcome::Failed(CallError::new(
+                    ErrorKind::Ambiguous,
+                    None,
+                    lookup::LookupError::Ambiguous {
+                        selector: name.to_string(),
+                        candidates,
+                    }
+                    .to_string(),
+                )))
+            }
+            Resolution::NotFound => Dispatch::Outcome(CallOutcome::Failed(self.unknown_name(name))),
         }
     }
 

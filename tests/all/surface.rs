@@ -401,9 +401,17 @@ fn directory_mode_hydrates_hidden_names_through_full_validation() {
             "{client:?}"
         );
     });
-    // In tools mode hidden names are not callable.
+    // In tools mode hidden names are not callable; the error says how to run the tool.
     let tools = Surface::build(&gateway, &options(Mode::Tools)).unwrap();
     let outcome = rt.block_on(tools.dispatch(&gateway, "create_event", &json!({})));
+    let Dispatch::Outcome(CallOutcome::Failed(error)) = outcome else {
+        panic!()
+    };
+    assert_eq!(
+        error.message,
+        "\"create_event\" is not declared to you: run it with tool_call {\"id\": \"plugin:calendar:create_event\", \"args\": {…}}."
+    );
+    let outcome = rt.block_on(tools.dispatch(&gateway, "no_such_tool", &json!({})));
     let Dispatch::Outcome(CallOutcome::Failed(error)) = outcome else {
         panic!()
     };
@@ -476,4 +484,48 @@ fn client_tool_names_may_not_collide_with_catalog_names() {
             catalog: "plugin:mail:send_email".into()
         }
     );
+}
+
+#[test]
+fn lenient_names_hydrate_and_ambiguous_names_list_allowed_candidates() {
+    let mut tools = small_catalog();
+    tools.push(ok_tool(
+        Descriptor::new(Source::Plugin, "outlook", "create_event")
+            .description("Create an Outlook event"),
+    ));
+    tools.push(ok_tool(
+        Descriptor::new(Source::Plugin, "exchange", "create_event")
+            .description("Create an Exchange event"),
+    ));
+    let policy = Policy::from_json(&json!({"agent": {"deny": ["plugin:exchange:*"]}})).unwrap();
+    let gateway = Gateway::builder(CatalogSnapshot::build(tools))
+        .policy(policy)
+        .build()
+        .unwrap();
+    let surface = Surface::build(&gateway, &options(Mode::Directory)).unwrap();
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    rt.block_on(async {
+        let ambiguous = surface.dispatch(&gateway, "create_event", &json!({})).await;
+        let Dispatch::Outcome(CallOutcome::Failed(error)) = ambiguous else { panic!("{ambiguous:?}") };
+        assert_eq!(error.kind, ErrorKind::Ambiguous);
+        assert_eq!(
+            error.message,
+            "\"create_event\" is ambiguous: it matches 2 tools: \"plugin:calendar:create_event\", \"plugin:outlook:create_event\". Use the exact id."
+        );
+        // The dotted and `__` forms reach one tool and hydrate through validation.
+        for name in ["outlook.create_event", "outlook__create_event"] {
+            let outcome = surface.dispatch(&gateway, name, &json!({})).await;
+            let Dispatch::Outcome(CallOutcome::Done(envelope)) = outcome else { panic!("{name}: {outcome:?}") };
+            assert_eq!(envelope.tool.id, "plugin:outlook:create_event");
+        }
+        // A denied tool's name answers like an unknown one.
+        let denied = surface.dispatch(&gateway, "exchange__create_event", &json!({})).await;
+        let never = surface.dispatch(&gateway, "nowhere__create_event", &json!({})).await;
+        let (Dispatch::Outcome(CallOutcome::Failed(a)), Dispatch::Outcome(CallOutcome::Failed(b))) = (denied, never) else { panic!() };
+        assert_eq!(a.kind, b.kind);
+        assert_eq!(a.message.replace("exchange", "X"), b.message.replace("nowhere", "X"));
+    });
 }
