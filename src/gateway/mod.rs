@@ -389,6 +389,7 @@ impl Gateway {
 
     /// `tool_search`: a single query or a batch. Never takes a schedule slot.
     pub fn search(&self, args: &Value) -> Result<Value, CallError> {
+        let _span = tracing::debug_span!("tool_search", run_id = %self.inner.run.run_id).entered();
         let started = Instant::now();
         let state = self.state();
         Counters::bump(&self.inner.counters.searches);
@@ -418,6 +419,8 @@ impl Gateway {
 
     /// `tool_describe`: `{id}`, `{name}` or a bare string selector.
     pub fn describe(&self, args: &Value) -> Result<Value, CallError> {
+        let _span =
+            tracing::debug_span!("tool_describe", run_id = %self.inner.run.run_id).entered();
         Counters::bump(&self.inner.counters.describes);
         let selector = match args {
             Value::String(s) => Some(s.as_str()),
@@ -471,14 +474,35 @@ impl Gateway {
 
     /// `tool_call`: runs the request through every stage of the call path.
     pub async fn call(&self, request: &Value) -> CallOutcome {
+        use tracing::Instrument;
         let started = Instant::now();
         let state = self.state();
         Counters::bump(&self.inner.counters.calls);
-        let (outcome, tool) = match self.stages(&state, request).await {
+        // A span with ids and durations only: arguments and results never enter telemetry.
+        let span = tracing::debug_span!(
+            "tool_call",
+            run_id = %self.inner.run.run_id,
+            tool_id = tracing::field::Empty,
+            status = tracing::field::Empty,
+            duration_us = tracing::field::Empty,
+        );
+        let (outcome, tool) = match self.stages(&state, request).instrument(span.clone()).await {
             Ok((envelope, tool)) => (CallOutcome::Done(envelope), Some(tool)),
             Err((outcome, tool)) => (outcome, tool),
         };
-        self.log_call(&outcome, tool.as_ref(), started);
+        if let Some(tool) = &tool {
+            span.record("tool_id", tool.id.as_str());
+        }
+        span.record(
+            "status",
+            match &outcome {
+                CallOutcome::Done(_) => "ok",
+                CallOutcome::ClientCallRequired(_) => "client_call_required",
+                CallOutcome::Failed(_) => "error",
+            },
+        );
+        span.record("duration_us", started.elapsed().as_micros() as u64);
+        span.in_scope(|| self.log_call(&outcome, tool.as_ref(), started));
         outcome
     }
 

@@ -131,13 +131,25 @@ pub async fn run_code_cell(
     code: &str,
     timeout: Option<std::time::Duration>,
 ) -> Value {
+    use tracing::Instrument;
+    let span = tracing::debug_span!("code_cell", run_id = %gateway.run().run_id);
     let result = supervisor
         .run_cell(
             code,
             std::sync::Arc::new(GatewayBridge::new(gateway.clone())),
             CellOptions { timeout },
         )
+        .instrument(span.clone())
         .await;
+    span.in_scope(|| {
+        tracing::debug!(
+            outcome = result.outcome.kind(),
+            worker_pid = result.telemetry.worker_pid,
+            run_ms = result.telemetry.run_ms,
+            bridge_calls = result.telemetry.bridge_calls,
+            "code cell"
+        )
+    });
     crate::telemetry::Counters::bump(&gateway.counters().cells);
     let mut fields = serde_json::Map::new();
     fields.insert("run_id".into(), json!(gateway.run().run_id));
