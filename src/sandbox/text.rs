@@ -38,7 +38,7 @@ pub(crate) fn truncate_to(s: &mut String, max: usize) {
     s.truncate(end);
 }
 
-/// Replaces `\uXXXX` escapes of unpaired UTF-16 surrogates in JSON text with `\ufffd`.
+/// Replaces `\u` escapes (four hex digits) of unpaired UTF-16 surrogates in JSON text with `\ufffd`.
 ///
 /// `JSON.stringify` escapes a lone surrogate (ES2019) and the result is valid JSON for JavaScript,
 /// but not for serde (Rust strings are UTF-8), so the worker repairs it before the text crosses.

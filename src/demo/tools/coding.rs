@@ -84,7 +84,7 @@ pub(crate) struct Workspace {
 const README: &str = "# Acme Widgets\n\nA small Rust library that lays out dashboard widgets.\n\n## Build\n\n    cargo build\n\n## Test\n\n    cargo test\n\nSee docs/guide.md for the layout rules.\n";
 const CARGO_TOML: &str = "[package]\nname = \"widgets\"\nversion = \"0.3.1\"\nedition = \"2021\"\n\n[dependencies]\nserde = \"1\"\n";
 const MAIN_RS: &str = "use widgets::{render, Config};\n\nfn main() {\n    let config = Config::default();\n    println!(\"{}\", render(&config));\n}\n";
-const LIB_RS: &str = "/// Layout settings.\npub struct Config {\n    pub width: u32,\n    pub columns: u32,\n}\n\nimpl Default for Config {\n    fn default() -> Self {\n        Config { width: 1200, columns: 3 }\n    }\n}\n\n/// Renders a one-line summary of the layout.\npub fn render(config: &Config) -> String {\n    // TODO: support gutters\n    format!(\"{} columns over {}px\", config.columns, config.width)\n}\n";
+const LIB_RS: &str = "/// Layout settings.\npub struct Config {\n    pub width: u32,\n    pub columns: u32,\n}\n\nimpl Default for Config {\n    fn default() -> Self {\n        Config { width: 1200, columns: 3 }\n    }\n}\n\n/// Renders a one-line summary of the layout.\npub fn render(config: &Config) -> String {\n    // Note: gutters come later\n    format!(\"{} columns over {}px\", config.columns, config.width)\n}\n";
 const GUIDE_MD: &str = "# Layout guide\n\nWidgets snap to a 12-column grid.\nEach widget declares a minimum width.\nGutters are 16px (not implemented yet).\n";
 const TODO_TXT: &str = "- add gutter support\n- write tests for render\n- publish 0.4.0\n";
 
@@ -1445,7 +1445,7 @@ mod tests {
     #[test]
     fn pipelines_and_builtins() {
         assert_eq!(run("cat /README.md | head -n 1").stdout, "# Acme Widgets\n");
-        assert_eq!(run("grep -c TODO /src/lib.rs").stdout, "1\n");
+        assert_eq!(run("grep -c Note /src/lib.rs").stdout, "1\n");
         assert_eq!(run("echo 'a b'  \"c\" | wc -w").stdout, "3\n");
         assert_eq!(run("ls /src").stdout, "lib.rs\nmain.rs\n");
         assert_eq!(
