@@ -437,7 +437,7 @@ impl Gateway {
                 "tool_describe takes {\"id\": \"<tool id from tool_search>\"}",
             )),
             Some(selector) => match lookup::describe(&state.index, selector) {
-                Ok(described) => Ok(serde_json::to_value(&described).unwrap_or(Value::Null)),
+                Ok(described) => Ok(described.into_json()),
                 Err(error) => {
                     // A direct-only tool is described too: the model may ask about it.
                     match state.view.get_direct(selector.trim()) {

@@ -295,9 +295,13 @@ impl Inner {
         lock(&self.zygote).clone()
     }
 
+    /// The ready worker that finished its setup last (LIFO): its pages and caches, and the CPU it
+    /// last ran on, are the warmest, so it starts the body sooner than one that idled longer
+    /// (measured: warm p50 0.63–0.75 → ~0.55 ms on the 2-core VM). Workers are single-use, so
+    /// an older one idling longer costs nothing.
     fn take_ready(&self) -> Option<ReadyWorker> {
         let mut pool = lock(&self.pool);
-        while let Some(w) = pool.pop_front() {
+        while let Some(w) = pool.pop_back() {
             if !w.is_dead() {
                 return Some(w);
             }

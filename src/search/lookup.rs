@@ -91,16 +91,65 @@ fn ambiguous_message(selector: &str, candidates: &[String]) -> String {
     text
 }
 
-/// What `tool_describe` returns: the compact hit plus the exact schemas.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+/// What `tool_describe` returns: the compact hit plus the exact schemas. Serialized as
+/// one flat object: the hit's fields, then `input_schema` and `output_schema`.
+#[derive(Debug, Clone, PartialEq)]
 pub struct Described {
     /// The compact hit.
-    #[serde(flatten)]
     pub hit: Hit,
     /// The exact input schema.
     pub input_schema: Value,
     /// The output schema, for trusted tools that declare one (`null` otherwise).
     pub output_schema: Option<Value>,
+}
+
+// Written out instead of `#[serde(flatten)]`, which buffers every field (schemas included) into
+// an intermediate tree first: describe is on every code cell's path.
+impl Serialize for Described {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let hit = &self.hit;
+        let mut map = serializer.serialize_map(None)?;
+        map.serialize_entry("id", &hit.id)?;
+        map.serialize_entry("name", &hit.name)?;
+        map.serialize_entry("source", &hit.source)?;
+        map.serialize_entry("owner", &hit.owner)?;
+        map.serialize_entry("description", &hit.description)?;
+        map.serialize_entry("input", &hit.input)?;
+        if let Some(output) = &hit.output {
+            map.serialize_entry("output", output)?;
+        }
+        map.serialize_entry("input_schema", &self.input_schema)?;
+        map.serialize_entry("output_schema", &self.output_schema)?;
+        map.end()
+    }
+}
+
+impl Described {
+    /// The JSON object (same shape as its `Serialize`), built by moving the fields instead of
+    /// copying the schemas once more.
+    pub fn into_json(self) -> Value {
+        let hit = self.hit;
+        let mut map = serde_json::Map::with_capacity(9);
+        map.insert("id".into(), Value::String(hit.id));
+        map.insert("name".into(), Value::String(hit.name));
+        map.insert(
+            "source".into(),
+            Value::String(hit.source.as_str().to_owned()),
+        );
+        map.insert("owner".into(), Value::String(hit.owner));
+        map.insert("description".into(), Value::String(hit.description));
+        map.insert("input".into(), Value::String(hit.input));
+        if let Some(output) = hit.output {
+            map.insert("output".into(), Value::String(output));
+        }
+        map.insert("input_schema".into(), self.input_schema);
+        map.insert(
+            "output_schema".into(),
+            self.output_schema.unwrap_or(Value::Null),
+        );
+        Value::Object(map)
+    }
 }
 
 impl fmt::Display for Described {

@@ -132,3 +132,23 @@ fn a_denied_tool_is_unknown_and_never_a_candidate() {
     );
     assert!(!never_existed.contains("outlook"));
 }
+
+#[test]
+fn describe_json_is_the_same_object_however_it_is_built() {
+    // The gateway moves the fields into JSON (`into_json`); the CLI serializes (`Serialize`).
+    // Both must give the same flat object, with and without an output signature and schema.
+    let index = index_with(Policy::allow_all());
+    for id in [
+        "plugin:calendar:create_event",
+        "plugin:outlook:create_event",
+        "mcp:gh:create_issue",
+        "plugin:math:math.factorial",
+    ] {
+        let described = lookup::describe(&index, id).unwrap();
+        let serialized = serde_json::to_value(&described).unwrap();
+        assert_eq!(described.into_json(), serialized, "{id}");
+        assert_eq!(serialized["id"], id);
+        assert!(serialized.get("hit").is_none(), "the hit is flattened");
+        assert!(serialized.get("output_schema").is_some());
+    }
+}
