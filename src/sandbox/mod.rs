@@ -56,10 +56,13 @@
 //! shared memory; only `console.log/warn/error` and `openclaw.tools.{search, describe, call}`.
 //! Every bound is a field of [`Limits`] with its default and clamp.
 //!
-//! ## Costs (2-core VM, see `benches/cells.rs`)
-//! A warm cell (ready worker, 3 bridge calls) ≈ 0.4 ms p50; a cold one (fork on demand) ≈ 1.4 ms;
-//! the Node-child-per-cell reference ≈ 33 ms. A ready worker: ≈ 3 MiB RSS, ≈ 1 MiB PSS. The zygote
-//! builds the seccomp filter and compiles the prelude to bytecode once; workers inherit both.
+//! ## Costs (2-core VM, see `benches/cells.rs` and `toolsearch bench cells`)
+//! A warm cell (ready worker, search + describe + call through the real gateway) ≈ 0.55–0.75 ms
+//! p50; a cold one (fork on demand) ≈ 1.7–2.0 ms; the Node-child-per-cell reference ≈ 30–40 ms.
+//! A ready worker: ≈ 4.4 MiB RSS, ≈ 1.4 MiB PSS. The zygote builds the seccomp filter and compiles
+//! the prelude to bytecode once; workers inherit both. Where a warm cell's time goes: waking the
+//! idle worker (≈ 40–110 µs), compiling the body in a cache-cold process (≈ 60–130 µs, ≈ 23 µs
+//! hot), ≈ 30–55 µs of guest work and ≈ 25–45 µs of gateway work per bridge call.
 //!
 //! ## Process tree
 //! ```text
