@@ -103,25 +103,11 @@ pub struct Described {
     pub output_schema: Option<Value>,
 }
 
-// Written out instead of `#[serde(flatten)]`, which buffers every field (schemas included) into
-// an intermediate tree first: describe is on every code cell's path.
+// Serialized through `into_json` (one field list) rather than `#[serde(flatten)]`, which buffers
+// every field, schemas included, into an intermediate tree first.
 impl Serialize for Described {
     fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        use serde::ser::SerializeMap;
-        let hit = &self.hit;
-        let mut map = serializer.serialize_map(None)?;
-        map.serialize_entry("id", &hit.id)?;
-        map.serialize_entry("name", &hit.name)?;
-        map.serialize_entry("source", &hit.source)?;
-        map.serialize_entry("owner", &hit.owner)?;
-        map.serialize_entry("description", &hit.description)?;
-        map.serialize_entry("input", &hit.input)?;
-        if let Some(output) = &hit.output {
-            map.serialize_entry("output", output)?;
-        }
-        map.serialize_entry("input_schema", &self.input_schema)?;
-        map.serialize_entry("output_schema", &self.output_schema)?;
-        map.end()
+        self.clone().into_json().serialize(serializer)
     }
 }
 

@@ -6,19 +6,13 @@ use toolsearch::catalog::{BoxFuture, Descriptor};
 use toolsearch::config::{Config, Mode};
 use toolsearch::gateway::{BeforeToolCall, Gateway, GatewayBuilder, HookDecision};
 use toolsearch::policy::Policy;
+
+use crate::support::rt;
 use toolsearch::sandbox::{Supervisor, SupervisorConfig};
 use toolsearch::surface::{CodeAvailability, Surface, SurfaceOptions, run_code_cell};
 use toolsearch::telemetry::SessionLog;
 
 const BIN: &str = env!("CARGO_BIN_EXE_toolsearch");
-
-fn rt() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap()
-}
 
 async fn cell(gateway: &Gateway, code: &str) -> Value {
     let mut config = SupervisorConfig::new(BIN);

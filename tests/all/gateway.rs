@@ -13,15 +13,9 @@ use toolsearch::gateway::{
     HookDecision, RunContext,
 };
 use toolsearch::policy::Policy;
-use toolsearch::telemetry::SessionLog;
 
-fn rt() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap()
-}
+use crate::support::rt;
+use toolsearch::telemetry::SessionLog;
 
 fn tool(
     owner: &str,

@@ -198,18 +198,8 @@ impl Cron {
         };
         let num = |v: u32| v.to_string();
         let month = |v: u32| MONTH_NAMES[(v - 1) as usize].to_string();
-        let weekday = |v: u32| {
-            [
-                "Sunday",
-                "Monday",
-                "Tuesday",
-                "Wednesday",
-                "Thursday",
-                "Friday",
-                "Saturday",
-            ][v as usize]
-                .to_string()
-        };
+        // Cron counts weekdays from Sunday; the clock's names start on Monday.
+        let weekday = |v: u32| crate::demo::clock::WEEKDAYS[(v as usize + 6) % 7].to_string();
         let minutes = list(self.minutes, 0, 59, &num);
         let hours = list(u64::from(self.hours), 0, 23, &num);
         let mut text = match (&minutes, &hours) {

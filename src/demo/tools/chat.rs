@@ -214,13 +214,11 @@ impl Chat {
     }
 
     fn message(&self, id: &str) -> Result<&ChatMessage, ToolError> {
-        self.messages.get(id).ok_or_else(|| {
-            not_found(
-                "chat message",
-                id,
-                "read a channel with list_channel_messages",
-            )
-        })
+        self.messages.get(id).ok_or_else(|| unknown_message(id))
+    }
+
+    fn message_mut(&mut self, id: &str) -> Result<&mut ChatMessage, ToolError> {
+        self.messages.get_mut(id).ok_or_else(|| unknown_message(id))
     }
 
     fn post(
@@ -359,13 +357,7 @@ fn react_to_message(world: &DemoWorld, args: &Args<'_>) -> Reply {
 fn pin_message(world: &DemoWorld, args: &Args<'_>) -> Reply {
     let id = args.str("message_id")?;
     let mut chat = lock(&world.chat);
-    let m = chat.messages.get_mut(id).ok_or_else(|| {
-        not_found(
-            "chat message",
-            id,
-            "read a channel with list_channel_messages",
-        )
-    })?;
+    let m = chat.message_mut(id)?;
     if m.pinned {
         return Err(fail(format!("{id} is already pinned")));
     }
@@ -486,13 +478,7 @@ fn archive_channel(world: &DemoWorld, args: &Args<'_>) -> Reply {
 }
 
 fn own_message<'a>(chat: &'a mut Chat, id: &str) -> Result<&'a mut ChatMessage, ToolError> {
-    let m = chat.messages.get_mut(id).ok_or_else(|| {
-        not_found(
-            "chat message",
-            id,
-            "read a channel with list_channel_messages",
-        )
-    })?;
+    let m = chat.message_mut(id)?;
     if m.author != ME {
         return Err(fail(format!(
             "{id} was written by {}; you can only change your own messages",
@@ -535,4 +521,12 @@ fn reply_in_thread(world: &DemoWorld, args: &Args<'_>) -> Reply {
     let id = chat.post(&channel, args.str("text")?, Some(parent.clone()))?;
     let (reply, original) = (chat.message(&id)?, chat.message(&parent)?);
     ok(json!({"reply": chat.message_json(reply), "parent": chat.message_json(original)}))
+}
+
+fn unknown_message(id: &str) -> ToolError {
+    not_found(
+        "chat message",
+        id,
+        "read a channel with list_channel_messages",
+    )
 }

@@ -422,10 +422,7 @@ fn list_drafts(world: &DemoWorld, _args: &Args<'_>) -> Reply {
 fn send_draft(world: &DemoWorld, args: &Args<'_>) -> Reply {
     let id = args.str("draft_id")?;
     let mut mail = lock(&world.mail);
-    let draft = mail
-        .drafts
-        .remove(id)
-        .ok_or_else(|| not_found("draft", id, "list drafts with list_drafts"))?;
+    let draft = take_draft(&mut mail, id)?;
     let message = mail.deliver(
         draft.to,
         draft.cc,
@@ -439,10 +436,7 @@ fn send_draft(world: &DemoWorld, args: &Args<'_>) -> Reply {
 fn delete_draft(world: &DemoWorld, args: &Args<'_>) -> Reply {
     let id = args.str("draft_id")?;
     let mut mail = lock(&world.mail);
-    let draft = mail
-        .drafts
-        .remove(id)
-        .ok_or_else(|| not_found("draft", id, "list drafts with list_drafts"))?;
+    let draft = take_draft(&mut mail, id)?;
     ok(json!({"discarded": draft.summary(), "drafts_left": mail.drafts.len()}))
 }
 
@@ -780,4 +774,10 @@ fn empty_trash(world: &DemoWorld, _args: &Args<'_>) -> Reply {
     mail.messages.retain(|_, m| m.folder != "trash");
     let removed = before - mail.messages.len();
     ok(json!({"permanently_deleted": removed, "messages_left": mail.messages.len()}))
+}
+
+fn take_draft(mail: &mut Mailbox, id: &str) -> Result<Draft, ToolError> {
+    mail.drafts
+        .remove(id)
+        .ok_or_else(|| not_found("draft", id, "list drafts with list_drafts"))
 }
