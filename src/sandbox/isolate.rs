@@ -2,11 +2,13 @@
 //! loop (R-8.1–R-8.5).
 //!
 //! Owns: the heap-limiting allocator, the interrupt handler, the native `host` functions the
-//! prelude captures, and [`Isolate::serve`], which runs exactly one request.
+//! prelude captures, the pre-`Ready` rehearsal (`js/rehearsal.js` against canned replies), and
+//! [`Isolate::serve`], which runs exactly one request.
 //! Never does: anything before the worker is hardened; reach the filesystem or network (there is
-//! no binding for either); run a job after the deadline; copy a guest string that exceeds its cap.
+//! no binding for either); run a job after the deadline; copy a guest string that exceeds its cap;
+//! let the rehearsal leave state a guest can see (ids, counters, logs and budgets are reset).
 //! Invariants: the heap is bounded by `memory_limit` (allocations beyond it fail and set
-//! [`HeapBudget::refused`]); the interrupt handler fires from `deadline - INTERRUPT_MARGIN` on; a
+//! [`HeapBudget::refused`]; after that, by `memory_limit` + 1/8 for unwinding); the interrupt handler fires from `deadline - INTERRUPT_MARGIN` on; a
 //! started bridge call is answered before `Done` (drain); the result is at most `result_bytes`.
 
 use std::cell::{Cell, RefCell};
@@ -55,17 +57,28 @@ impl HeapBudget {
 /// libc malloc with a byte budget. Enforcing the limit here (instead of QuickJS's
 /// `set_memory_limit`) lets the worker tell an out-of-memory failure apart from a guest that
 /// throws `null` or a look-alike error.
+///
+/// After the first refusal the budget grows once by an eighth (the unwinding reserve): the
+/// engine needs memory to raise the error, reject the promises that depended on the failed job
+/// and run their reactions. Without it a promise-chain flood can livelock at the exact limit,
+/// every job failing to allocate the next one's rejection, until the wall-clock kill (measured:
+/// the escape corpus's chain flood then ended as a timeout instead of `memory`).
 struct LimitedAllocator(Rc<HeapBudget>);
 
 impl LimitedAllocator {
     fn admit(&self, current: usize, size: usize) -> bool {
+        let limit = if self.0.refused.get() {
+            self.0.limit + self.0.limit / 8
+        } else {
+            self.0.limit
+        };
         let ok = self
             .0
             .used
             .get()
             .saturating_sub(current)
             .checked_add(size)
-            .is_some_and(|total| total <= self.0.limit);
+            .is_some_and(|total| total <= limit);
         if !ok {
             self.0.refused.set(true);
         }
@@ -179,6 +192,20 @@ struct Shared {
 }
 
 impl Shared {
+    /// Back to the state of a worker that has run nothing (after the rehearsal).
+    fn reset(&mut self, caps: &WorkerConfig) {
+        self.chan.set_offline(false, &[]);
+        self.out.clear();
+        self.next_id = 1;
+        self.started = 0;
+        self.outstanding.clear();
+        self.logs.clear();
+        self.log_remaining = caps.log_bytes;
+        self.log_bytes = 0;
+        self.logs_dropped = 0;
+        self.io_failed = false;
+    }
+
     fn flush(&mut self) {
         if self.out.is_empty() || self.io_failed {
             return;
@@ -259,19 +286,25 @@ struct Internals<'js> {
     settle: Function<'js>,
     encode_result: Function<'js>,
     describe_error: Function<'js>,
+    set_log_budget: Function<'js>,
     result_bytes: usize,
 }
 
 impl<'js> Internals<'js> {
     fn new(object: Object<'js>, caps: &WorkerConfig) -> rquickjs::Result<Internals<'js>> {
-        let set_budget: Function = object.get("setLogBudget")?;
-        set_budget.call::<_, ()>((caps.log_bytes as f64,))?;
-        Ok(Internals {
+        let internals = Internals {
             settle: object.get("settle")?,
             encode_result: object.get("encodeResult")?,
             describe_error: object.get("describeError")?,
+            set_log_budget: object.get("setLogBudget")?,
             result_bytes: caps.result_bytes,
-        })
+        };
+        internals.reset_log_budget(caps)?;
+        Ok(internals)
+    }
+
+    fn reset_log_budget(&self, caps: &WorkerConfig) -> rquickjs::Result<()> {
+        self.set_log_budget.call::<_, ()>((caps.log_bytes as f64,))
     }
 }
 
@@ -346,7 +379,8 @@ impl Isolate {
             let internals =
                 load_prelude(&ctx, &shared, prelude).map_err(|_| SetupStage::Prelude)?;
             let internals = Internals::new(internals, caps).map_err(|_| SetupStage::Prelude)?;
-            warm_up(&ctx);
+            self.rehearse(&ctx, &internals, &shared, caps)
+                .map_err(|_| SetupStage::Prelude)?;
             let frame = {
                 let mut s = shared.borrow_mut();
                 ready(&mut s.chan)?;
@@ -361,6 +395,51 @@ impl Isolate {
                 Some(HostFrame::Reply { .. }) | None => Err(SetupStage::Handshake),
             }
         })
+    }
+
+    /// Runs [`REHEARSAL`] through the real cell path (frame decoding, body compilation, bridge
+    /// calls, console, result and `Done` encoding) with the channel offline and canned replies,
+    /// then restores every per-cell counter. A forked worker starts with no page-table entries
+    /// for the binary's text and cold heap arenas; the rehearsal takes those first-touch faults
+    /// here, before `Ready`, instead of on the cell's timed path (measured: ~50 µs of faults per
+    /// warm cell without it). Nothing of it is visible to the guest: the body is a function
+    /// scope, every call it made is settled, logs and counters are reset.
+    fn rehearse<'js>(
+        &self,
+        ctx: &Ctx<'js>,
+        internals: &Internals<'js>,
+        shared: &Rc<RefCell<Shared>>,
+        caps: &WorkerConfig,
+    ) -> rquickjs::Result<()> {
+        let mut frames = Vec::with_capacity(512);
+        let run = HostFrame::Run(RunCell {
+            code: REHEARSAL.to_owned(),
+            timeout_ms: REHEARSAL_TIMEOUT_MS,
+        });
+        let _ = protocol::encode(&run, &mut frames);
+        for (id, reply) in REHEARSAL_REPLIES.iter().enumerate() {
+            let result = match reply {
+                Ok(json) => match RawValue::from_string((*json).to_owned()) {
+                    Ok(raw) => ReplyResult::Ok(raw),
+                    Err(_) => continue,
+                },
+                Err(message) => ReplyResult::Err((*message).to_owned()),
+            };
+            let frame = HostFrame::Reply {
+                id: id as u64 + 1,
+                result,
+            };
+            let _ = protocol::encode(&frame, &mut frames);
+        }
+        shared.borrow_mut().chan.set_offline(true, &frames);
+        let run = shared.borrow_mut().chan.recv(None);
+        if let Ok(Some(HostFrame::Run(run))) = run {
+            // Its outcome is irrelevant: only the paths it walked matter.
+            let _ = self.run_cell(ctx, internals, shared, &run);
+        }
+        self.deadline.set(None);
+        shared.borrow_mut().reset(caps);
+        internals.reset_log_budget(caps)
     }
 
     fn run_cell<'js>(
@@ -518,21 +597,20 @@ impl Isolate {
     }
 }
 
-/// Trusted code run once before `Ready`, off the cell's timed path: it walks the paths a cell
-/// takes (compile an async function, await a thenable, JSON both ways) so their code pages and
-/// heap arenas are faulted in before the first guest byte arrives.
-const WARM_UP: &str = "(async function () {\n\
-  const v = await { then(r) { r([{ id: 'a', n: 1 }]); } };\n\
-  const s = JSON.stringify({ v, x: [1, 2, 3].map((n) => n * 2), y: 's' + v.length });\n\
-  return JSON.parse(s).x.length;\n\
-})()";
+/// Trusted cell body run once before `Ready` (see `Isolate::rehearse`): the usual shapes of a
+/// cell (bridge calls in sequence, a rejected call caught, console output, array callbacks,
+/// template literals, destructuring, JSON both ways), answered by [`REHEARSAL_REPLIES`].
+const REHEARSAL: &str = include_str!("../../js/rehearsal.js");
 
-fn warm_up(ctx: &Ctx<'_>) {
-    if ctx.eval::<Value, _>(WARM_UP).is_err() {
-        let _ = ctx.catch();
-    }
-    while ctx.execute_pending_job() {}
-}
+/// The canned replies to the rehearsal's bridge calls, in call order (ids 1, 2, 3).
+const REHEARSAL_REPLIES: [Result<&str, &str>; 3] = [
+    Ok(r#"[{"id":"r:a","name":"a","score":2.5},{"id":"r:b","name":"b","score":1.5}]"#),
+    Ok(r#"{"id":"r:b","name":"b","input":"b(n: number)","input_schema":{"type":"object"}}"#),
+    Err("rehearsal: the call is refused"),
+];
+
+/// The rehearsal's deadline (it takes well under a millisecond).
+const REHEARSAL_TIMEOUT_MS: u64 = 1_000;
 
 /// Compiles the prelude to QuickJS bytecode. The zygote does this once; each worker then loads
 /// the bytecode (~40 µs) instead of parsing the source (~500 µs on this class of machine).

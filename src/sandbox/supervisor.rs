@@ -174,6 +174,7 @@ impl Supervisor {
             limits.code_timeout,
             limits,
             CellTelemetry::default(),
+            false,
         )
         .await;
         match (&result.outcome, &result.value) {
@@ -288,7 +289,10 @@ impl Inner {
         telemetry.warm = warm;
         telemetry.worker_pid = worker.pid();
         telemetry.queue_ms = ms(t0);
-        cell::drive(worker, code, bridge, timeout, &self.limits, telemetry).await
+        // Alone, the cell may spin on its worker's socket (see `cell::drive`); with other cells
+        // in flight it leaves the runtime's threads to them.
+        let solo = self.slots.available_permits() + 1 >= self.limits.live_workers;
+        cell::drive(worker, code, bridge, timeout, &self.limits, telemetry, solo).await
     }
 
     fn current_zygote(&self) -> Option<Arc<Zygote>> {

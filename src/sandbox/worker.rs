@@ -7,7 +7,8 @@
 //! Invariants, in order: signal mask reset → `PR_SET_PDEATHSIG` (+ parent check) → only fds 0–3
 //! → rlimits → (root) bounding set, groups, gid/uid 65534, RLIMIT_NPROC 0, `PR_SET_PDEATHSIG`
 //! again (a credential change clears it) → capabilities empty → no-new-privs, non-dumpable →
-//! QuickJS runtime, context, prelude → seccomp allow-list → `Ready`.
+//! QuickJS runtime, context, prelude → rehearsal (our own cell, channel offline) → seccomp
+//! allow-list → `Ready`.
 
 use std::fs::File;
 use std::io::{self, Read, Write};
@@ -36,6 +37,7 @@ pub(crate) struct Channel {
     start: usize,
     scratch: Box<[u8]>,
     frame_cap: usize,
+    offline: bool,
 }
 
 impl Channel {
@@ -51,6 +53,7 @@ impl Channel {
             start: 0,
             scratch: vec![0u8; 64 * 1024].into_boxed_slice(),
             frame_cap,
+            offline: false,
         }
     }
 
@@ -61,6 +64,9 @@ impl Channel {
 
     /// Writes already-encoded frames.
     pub(crate) fn send(&mut self, bytes: &[u8]) -> io::Result<()> {
+        if self.offline {
+            return Ok(());
+        }
         self.file.write_all(bytes)
     }
 
@@ -70,22 +76,10 @@ impl Channel {
         deadline: Option<Instant>,
     ) -> Result<Option<HostFrame>, ChannelError> {
         loop {
-            match protocol::split_frame(&self.buf[self.start..], self.frame_cap) {
-                Split::Frame { len } => {
-                    let body = self.start + protocol::HEADER..self.start + protocol::HEADER + len;
-                    let frame = serde_json::from_slice(&self.buf[body])
-                        .map_err(|_| ChannelError::Malformed)?;
-                    self.start += protocol::HEADER + len;
-                    if self.start == self.buf.len() {
-                        self.buf.clear();
-                        self.start = 0;
-                    }
-                    return Ok(Some(frame));
-                }
-                Split::TooLarge { .. } => return Err(ChannelError::Malformed),
-                Split::Incomplete => {}
+            if let Some(frame) = self.take_buffered()? {
+                return Ok(Some(frame));
             }
-            if !self.wait_readable(deadline)? {
+            if self.offline || !self.wait_readable(deadline)? {
                 return Ok(None);
             }
             let n = loop {
@@ -103,6 +97,38 @@ impl Channel {
                 self.start = 0;
             }
             self.buf.extend_from_slice(&self.scratch[..n]);
+        }
+    }
+
+    /// The next complete frame already in the buffer, if any.
+    fn take_buffered(&mut self) -> Result<Option<HostFrame>, ChannelError> {
+        match protocol::split_frame(&self.buf[self.start..], self.frame_cap) {
+            Split::Frame { len } => {
+                let body = self.start + protocol::HEADER..self.start + protocol::HEADER + len;
+                let frame =
+                    serde_json::from_slice(&self.buf[body]).map_err(|_| ChannelError::Malformed)?;
+                self.start += protocol::HEADER + len;
+                if self.start == self.buf.len() {
+                    self.buf.clear();
+                    self.start = 0;
+                }
+                Ok(Some(frame))
+            }
+            Split::TooLarge { .. } => Err(ChannelError::Malformed),
+            Split::Incomplete => Ok(None),
+        }
+    }
+
+    /// Enters or leaves offline mode, used by the worker's rehearsal before `Ready`: `frames`
+    /// (already length-prefixed) are what [`Channel::recv`] will return, [`Channel::send`]
+    /// discards its bytes, and `recv` never waits on the socket (with nothing buffered it reports
+    /// the deadline as passed). Leaving drops whatever the rehearsal did not consume.
+    pub(crate) fn set_offline(&mut self, offline: bool, frames: &[u8]) {
+        self.buf.clear();
+        self.start = 0;
+        self.offline = offline;
+        if offline {
+            self.buf.extend_from_slice(frames);
         }
     }
 

@@ -167,6 +167,37 @@ async fn result_cap_is_enforced() {
     h.finish().await;
 }
 
+/// Every worker rehearses a cell before `Ready` (bridge calls, console output, a result); none of
+/// it may count against the guest's budgets or show in what the caller gets.
+#[tokio::test]
+async fn a_fresh_worker_has_its_whole_log_budget() {
+    let h = Harness::with(
+        2,
+        Limits {
+            log_bytes: 1024,
+            ..Limits::default()
+        },
+    )
+    .await;
+    for _ in 0..2 {
+        // 1,023 bytes of text + the line's newline: exactly the budget.
+        let r = h.run("console.log('z'.repeat(1023)); return 1").await;
+        assert_eq!(r.outcome, Outcome::Ok, "{r:#?}");
+        assert!(!r.logs_truncated, "{r:#?}");
+        assert_eq!(
+            r.logs,
+            vec![LogLine {
+                level: LogLevel::Log,
+                text: "z".repeat(1023)
+            }]
+        );
+        assert_eq!(r.telemetry.log_bytes, 1023);
+        assert_eq!(r.telemetry.logs_dropped, 0);
+        assert_eq!(r.telemetry.bridge_calls, 0);
+    }
+    h.finish().await;
+}
+
 #[tokio::test]
 async fn bridge_call_cap_rejects_and_can_end_the_cell() {
     let h = Harness::with(
