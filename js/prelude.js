@@ -36,7 +36,7 @@
   const hostCall = host.call;
   const hostLog = host.log;
 
-  const pending = new MapCtor(); // id -> { resolve, reject }
+  const pending = new MapCtor(); // id -> [resolve, reject]
   const limitErrors = new WeakSetCtor(); // errors created for the bridge-call cap
   let logBudget = 0;
 
@@ -89,7 +89,8 @@
         reject(err);
         return;
       }
-      apply(mapSet, pending, [r, freeze({ resolve: resolve, reject: reject })]);
+      // Internal only (never reachable from the guest): a plain pair, no freeze.
+      apply(mapSet, pending, [r, [resolve, reject]]);
     });
   }
 
@@ -194,18 +195,20 @@
       const waiter = apply(mapGet, pending, [id]);
       if (waiter === undefined) return;
       apply(mapDelete, pending, [id]);
+      const resolve = waiter[0];
+      const reject = waiter[1];
       if (!ok) {
-        waiter.reject(new ErrorCtor(payload));
+        reject(new ErrorCtor(payload));
         return;
       }
       let value;
       try {
         value = parse(payload);
       } catch (e) {
-        waiter.reject(e);
+        reject(e);
         return;
       }
-      waiter.resolve(value);
+      resolve(value);
     },
     setLogBudget: function (bytes) {
       logBudget = bytes;

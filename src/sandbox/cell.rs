@@ -25,9 +25,7 @@ use super::control::{WorkerExit, WorkerProcess};
 use super::error::SandboxError;
 use super::limits::Limits;
 use super::outcome::{CellResult, CellTelemetry, LimitKind, LogLine, Outcome};
-use super::protocol::{
-    self, Done, DoneStatus, HostFrame, ReplyResult, RunCell, SetupStage, Split, WorkerFrame,
-};
+use super::protocol::{self, Done, DoneStatus, HostFrame, RunCell, SetupStage, Split, WorkerFrame};
 use super::text::{strip_controls, truncate_to};
 
 /// How long to wait for the zygote's exit report after a worker's socket closed.
@@ -445,10 +443,12 @@ fn read_now(fd: std::os::fd::RawFd, buf: &mut Vec<u8>) -> std::io::Result<usize>
     Ok(n)
 }
 
-/// Keeps at least 16 KiB of spare capacity for the next read (always `true`, for `select!`).
+/// Keeps at least 4 KiB of spare capacity for the next read, growing by doubling (always `true`,
+/// for `select!`). Small on purpose: most cells exchange a few KiB, and a 64 KiB buffer per cell
+/// made glibc consolidate and trim its heap on every cell.
 fn reserve(buf: &mut Vec<u8>) -> bool {
-    if buf.capacity() - buf.len() < 16 * 1024 {
-        buf.reserve(64 * 1024);
+    if buf.capacity() - buf.len() < 4 * 1024 {
+        buf.reserve(buf.len().max(8 * 1024));
     }
     true
 }
@@ -457,27 +457,39 @@ fn protocol_error(detail: String) -> End {
     End::Outcome(Outcome::ProtocolError { detail })
 }
 
+/// Appends the `Reply` frame for call `id` to `out`. A value is serialized straight into the frame
+/// (no intermediate JSON string); if the frame would exceed `cap` it is replaced by an error reply.
 fn encode_reply(id: u64, result: Result<serde_json::Value, String>, cap: usize, out: &mut Vec<u8>) {
-    let result = match result {
-        Ok(v) => match serde_json::value::to_raw_value(&v) {
-            Ok(raw) if raw.get().len() + 64 <= cap => ReplyResult::Ok(raw),
-            Ok(raw) => ReplyResult::Err(format!(
-                "the tool result is too large for the sandbox ({} bytes, at most {}); ask for less",
-                raw.get().len(),
-                cap - 64
-            )),
-            Err(e) => ReplyResult::Err(format!("the tool result could not be encoded: {e}")),
-        },
+    let start = out.len();
+    let message = match result {
+        Ok(value) => {
+            let frame = protocol::ReplyRef::Ok { id, value: &value };
+            match protocol::encode(&frame, out) {
+                Ok(()) if out.len() - start <= cap + protocol::HEADER => return,
+                Ok(()) => {
+                    let bytes = out.len() - start;
+                    out.truncate(start);
+                    format!(
+                        "the tool result is too large for the sandbox ({bytes} bytes, at most \
+                         {cap}); ask for less"
+                    )
+                }
+                Err(e) => format!("the tool result could not be encoded: {e}"),
+            }
+        }
         Err(mut message) => {
             truncate_to(&mut message, cap / 2);
-            ReplyResult::Err(message)
+            message
         }
     };
-    let frame = HostFrame::Reply { id, result };
+    let frame = protocol::ReplyRef::Err {
+        id,
+        message: &message,
+    };
     if protocol::encode(&frame, out).is_err() {
-        let fallback = HostFrame::Reply {
+        let fallback = protocol::ReplyRef::Err {
             id,
-            result: ReplyResult::Err("the tool result could not be encoded".into()),
+            message: "the tool result could not be encoded",
         };
         let _ = protocol::encode(&fallback, out);
     }

@@ -379,8 +379,10 @@ impl Isolate {
             let internals =
                 load_prelude(&ctx, &shared, prelude).map_err(|_| SetupStage::Prelude)?;
             let internals = Internals::new(internals, caps).map_err(|_| SetupStage::Prelude)?;
-            self.rehearse(&ctx, &internals, &shared, caps)
-                .map_err(|_| SetupStage::Prelude)?;
+            if caps.rehearse {
+                self.rehearse(&ctx, &internals, &shared, caps)
+                    .map_err(|_| SetupStage::Prelude)?;
+            }
             let frame = {
                 let mut s = shared.borrow_mut();
                 ready(&mut s.chan)?;
@@ -457,7 +459,10 @@ impl Isolate {
             .max(start);
         self.deadline.set(Some(soft));
 
-        let settled = drive(ctx, shared, &internals.settle, &run.code, soft);
+        // The body and its promise (which holds the result) are freed only after `Done` is sent:
+        // freeing a function's bytecode, atoms and object graph is not on the caller's path.
+        let mut keep = Vec::with_capacity(2);
+        let settled = drive(ctx, shared, &internals.settle, &run.code, soft, &mut keep);
         let mut done = Done {
             status: DoneStatus::Ok,
             value: None,
@@ -496,6 +501,8 @@ impl Isolate {
         if s.io_failed {
             return Err(SetupStage::Io);
         }
+        drop(s);
+        drop(keep);
         Ok(Served::Done)
     }
 
@@ -729,6 +736,7 @@ fn drive<'js>(
     settle: &Function<'js>,
     code: &str,
     soft: Instant,
+    keep: &mut Vec<Value<'js>>,
 ) -> Settled<'js> {
     // The body shares its first line with the wrapper so guest line numbers stay right.
     let source = format!("(async function () {{ {code}\n}})");
@@ -736,6 +744,7 @@ fn drive<'js>(
         Ok(f) => f,
         Err(_) => return threw(ctx, soft),
     };
+    keep.push(body.clone().into_value());
     let promise = match body.call::<_, Value>(()) {
         Ok(v) => match v.into_promise() {
             Some(p) => p,
@@ -743,6 +752,7 @@ fn drive<'js>(
         },
         Err(_) => return threw(ctx, soft),
     };
+    keep.push(promise.clone().into_value());
     loop {
         // Run every queued job, checking our own deadline: `execute_pending_job` swallows errors
         // raised in jobs, including the interrupt (MEASUREMENTS.md).

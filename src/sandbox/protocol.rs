@@ -57,6 +57,47 @@ pub(crate) enum ReplyResult {
     Err(String),
 }
 
+/// A [`HostFrame::Reply`] as the supervisor encodes it: it borrows the tool's value and serializes
+/// it straight into the frame instead of first turning it into JSON text. Same wire shape (the
+/// worker decodes it as `HostFrame`; a test pins that).
+pub(crate) enum ReplyRef<'a> {
+    /// `{"reply": {"id": id, "result": {"ok": value}}}`.
+    Ok {
+        /// The call's id.
+        id: u64,
+        /// The tool's result.
+        value: &'a serde_json::Value,
+    },
+    /// `{"reply": {"id": id, "result": {"err": message}}}`.
+    Err {
+        /// The call's id.
+        id: u64,
+        /// The rejection message.
+        message: &'a str,
+    },
+}
+
+impl Serialize for ReplyRef<'_> {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        #[derive(Serialize)]
+        #[serde(rename_all = "snake_case")]
+        enum Wire<'a> {
+            Reply { id: u64, result: WireResult<'a> },
+        }
+        #[derive(Serialize)]
+        #[serde(rename_all = "snake_case")]
+        enum WireResult<'a> {
+            Ok(&'a serde_json::Value),
+            Err(&'a str),
+        }
+        let (id, result) = match *self {
+            ReplyRef::Ok { id, value } => (id, WireResult::Ok(value)),
+            ReplyRef::Err { id, message } => (id, WireResult::Err(message)),
+        };
+        Wire::Reply { id, result }.serialize(serializer)
+    }
+}
+
 /// Worker → supervisor.
 #[derive(Debug, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case", deny_unknown_fields)]
@@ -242,6 +283,9 @@ pub(crate) struct WorkerConfig {
     pub result_bytes: usize,
     /// `Limits::bridge_calls`.
     pub bridge_calls: u32,
+    /// Rehearse a cell before `Ready` (pool workers: it moves first-touch costs off the cell's
+    /// path; a worker forked for a waiting cell skips it, the cell would pay it anyway).
+    pub rehearse: bool,
 }
 
 /// Exit codes of a worker that failed before `Ready`: one per setup stage, so the supervisor can
@@ -323,6 +367,56 @@ impl SetupStage {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn borrowed_replies_decode_as_host_frames() {
+        let value =
+            serde_json::json!({"hits": [{"id": "a:b", "score": 1.5}], "s": "\u{1F600}\"\n"});
+        let mut buf = Vec::new();
+        encode(
+            &ReplyRef::Ok {
+                id: 3,
+                value: &value,
+            },
+            &mut buf,
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
+        encode(
+            &ReplyRef::Err {
+                id: 4,
+                message: "no \"such\" tool",
+            },
+            &mut buf,
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
+        let mut frames = Vec::new();
+        let mut at = 0;
+        while let Split::Frame { len } = split_frame(&buf[at..], 1 << 20) {
+            let frame: HostFrame = serde_json::from_slice(&buf[at + HEADER..at + HEADER + len])
+                .unwrap_or_else(|e| panic!("{e}"));
+            frames.push(frame);
+            at += HEADER + len;
+        }
+        assert_eq!(at, buf.len());
+        match &frames[..] {
+            [
+                HostFrame::Reply {
+                    id: 3,
+                    result: ReplyResult::Ok(raw),
+                },
+                HostFrame::Reply {
+                    id: 4,
+                    result: ReplyResult::Err(message),
+                },
+            ] => {
+                let back: serde_json::Value =
+                    serde_json::from_str(raw.get()).unwrap_or_else(|e| panic!("{e}"));
+                assert_eq!(back, value);
+                assert_eq!(message, "no \"such\" tool");
+            }
+            other => panic!("{other:?}"),
+        }
+    }
 
     #[test]
     fn frames_round_trip_and_bound() {

@@ -101,6 +101,7 @@ impl Supervisor {
             log_bytes: limits.log_bytes,
             result_bytes: limits.result_bytes,
             bridge_calls: limits.bridge_calls,
+            rehearse: false,
         };
         let zygote = Zygote::spawn(&config.worker_binary).await?;
         let inner = Arc::new(Inner {
@@ -165,7 +166,7 @@ impl Supervisor {
     /// Can a worker start and run a cell here (under the seccomp filter)? Forks a fresh worker
     /// and runs `return 1 + 1`. Code mode falls back to tools mode when this fails.
     pub async fn probe(&self) -> Result<(), SandboxError> {
-        let worker = self.inner.spawn_worker().await?;
+        let worker = self.inner.spawn_worker(false).await?;
         let limits = &self.inner.limits;
         let result = cell::drive(
             worker,
@@ -191,7 +192,7 @@ impl Supervisor {
     /// allow-list) at the supervisor's request. Returns how it ended:
     /// [`Outcome::SeccompViolation`] when the filter works. Not reachable from guest code.
     pub async fn verify_seccomp(&self) -> Outcome {
-        match self.inner.spawn_worker().await {
+        match self.inner.spawn_worker(false).await {
             Ok(worker) => worker.forbidden_syscall().await,
             Err(e) => Outcome::WorkerSetupFailure {
                 detail: e.to_string(),
@@ -273,7 +274,7 @@ impl Inner {
         }
         let (worker, warm) = match self.take_ready() {
             Some(w) => (w, true),
-            None => match self.spawn_worker().await {
+            None => match self.spawn_worker(false).await {
                 Ok(w) => (w, false),
                 Err(e) => {
                     telemetry.queue_ms = ms(t0);
@@ -334,12 +335,17 @@ impl Inner {
         Ok(z)
     }
 
-    /// Forks a worker and waits for its `Ready`.
-    async fn spawn_worker(&self) -> Result<ReadyWorker, SandboxError> {
+    /// Forks a worker and waits for its `Ready`. `rehearse`: for the pool (see
+    /// [`WorkerConfig::rehearse`]).
+    async fn spawn_worker(&self, rehearse: bool) -> Result<ReadyWorker, SandboxError> {
         let zygote = self.zygote().await?;
-        let process = match zygote.fork(&self.worker).await {
+        let config = WorkerConfig {
+            rehearse,
+            ..self.worker.clone()
+        };
+        let process = match zygote.fork(&config).await {
             Ok(p) => p,
-            Err(SandboxError::ZygoteGone { .. }) => self.zygote().await?.fork(&self.worker).await?,
+            Err(SandboxError::ZygoteGone { .. }) => self.zygote().await?.fork(&config).await?,
             Err(e) => return Err(e),
         };
         ReadyWorker::handshake(process, self.limits.setup_timeout, self.limits.frame_bytes).await
@@ -351,7 +357,7 @@ impl Inner {
             if self.closed.load(Ordering::SeqCst) || lock(&self.pool).len() >= self.pool_size {
                 return;
             }
-            match self.spawn_worker().await {
+            match self.spawn_worker(true).await {
                 Ok(w) => {
                     failures = 0;
                     if self.closed.load(Ordering::SeqCst) {

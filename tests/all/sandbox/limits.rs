@@ -180,8 +180,11 @@ async fn a_fresh_worker_has_its_whole_log_budget() {
     )
     .await;
     for _ in 0..2 {
+        // Pool workers are the ones that rehearse.
+        assert!(h.sup.wait_pool_full(Duration::from_secs(10)).await);
         // 1,023 bytes of text + the line's newline: exactly the budget.
         let r = h.run("console.log('z'.repeat(1023)); return 1").await;
+        assert!(r.telemetry.warm, "{r:#?}");
         assert_eq!(r.outcome, Outcome::Ok, "{r:#?}");
         assert!(!r.logs_truncated, "{r:#?}");
         assert_eq!(
