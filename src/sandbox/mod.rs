@@ -57,12 +57,15 @@
 //! Every bound is a field of [`Limits`] with its default and clamp.
 //!
 //! ## Costs (2-core VM, see `benches/cells.rs` and `toolsearch bench cells`)
-//! A warm cell (ready worker, search + describe + call through the real gateway) ≈ 0.55–0.75 ms
-//! p50; a cold one (fork on demand) ≈ 1.7–2.0 ms; the Node-child-per-cell reference ≈ 30–40 ms.
-//! A ready worker: ≈ 4.4 MiB RSS, ≈ 1.4 MiB PSS. The zygote builds the seccomp filter and compiles
-//! the prelude to bytecode once; workers inherit both. Where a warm cell's time goes: waking the
-//! idle worker (≈ 40–110 µs), compiling the body in a cache-cold process (≈ 60–130 µs, ≈ 23 µs
-//! hot), ≈ 30–55 µs of guest work and ≈ 25–45 µs of gateway work per bridge call.
+//! A warm cell (ready worker, search + describe + call through the real gateway) ≈ 0.42–0.58 ms
+//! p50; a cold one (fork on demand) ≈ 1.35–1.75 ms; the Node-child-per-cell reference ≈ 33–45 ms.
+//! A ready worker: ≈ 5.5 MiB RSS, ≈ 1.8 MiB PSS. The zygote builds the seccomp filter and compiles
+//! the prelude to bytecode once; workers inherit both; pool workers then rehearse a cell
+//! (`js/rehearsal.js`) so its first-touch page faults happen before `Ready`. Where a warm cell's
+//! time goes (CLOCK_MONOTONIC stamps on both sides, medians): sending `Run` ≈ 10 µs and waking
+//! the idle worker ≈ 30–40 µs (an IPI to a halted virtual CPU), compiling the body ≈ 60 µs
+//! (≈ 23 µs hot), guest work ≈ 20–40 µs and gateway work ≈ 13–33 µs per bridge call, ≈ 5–10 µs
+//! per socket hop, `Done` to result ≈ 15 µs, and ≈ 25 µs of supervisor bookkeeping around it.
 //!
 //! ## Process tree
 //! ```text
