@@ -8,8 +8,9 @@
 //! no binding for either); run a job after the deadline; copy a guest string that exceeds its cap;
 //! let the rehearsal leave state a guest can see (ids, counters, logs and budgets are reset).
 //! Invariants: the heap is bounded by `memory_limit` (allocations beyond it fail and set
-//! [`HeapBudget::refused`]; after that, by `memory_limit` + 1/8 for unwinding); the interrupt handler fires from `deadline - INTERRUPT_MARGIN` on; a
-//! started bridge call is answered before `Done` (drain); the result is at most `result_bytes`.
+//! [`HeapBudget::refused`]; after that, by `memory_limit` + 1/8 for unwinding); the interrupt
+//! handler fires from `deadline - INTERRUPT_MARGIN` on; a started bridge call is answered before
+//! `Done` (drain); the result is at most `result_bytes`.
 
 use std::cell::{Cell, RefCell};
 use std::collections::BTreeSet;
