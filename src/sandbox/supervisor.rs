@@ -293,9 +293,6 @@ impl Inner {
         // Alone, the cell may spin on its worker's socket (see `cell::drive`); with other cells
         // in flight it leaves the runtime's threads to them.
         let solo = self.slots.available_permits() + 1 >= self.limits.live_workers;
-        if solo {
-            keep_off_this_cpu(worker.pid());
-        }
         cell::drive(worker, code, bridge, timeout, &self.limits, telemetry, solo).await
     }
 
@@ -378,30 +375,6 @@ impl Inner {
                 }
             }
         }
-    }
-}
-
-/// Restricts worker `pid` to the CPUs this process may use except the one the calling thread is
-/// on, when there is another. Both sides of a solo cell poll briefly before sleeping; on one CPU
-/// the poller would starve its peer for the whole window (measured on the 2-vCPU VM: ~15 % of
-/// warm cells ran every hop at the spin window, 150–250 µs each, when the woken worker landed on
-/// the host thread's CPU). Best effort: a failure leaves the worker where it is.
-fn keep_off_this_cpu(pid: u32) {
-    use nix::sched::{CpuSet, sched_getaffinity, sched_setaffinity};
-    use nix::unistd::Pid;
-    // SAFETY: sched_getcpu has no preconditions; it returns -1 on failure.
-    let Ok(here) = usize::try_from(unsafe { libc::sched_getcpu() }) else {
-        return;
-    };
-    let Ok(mut allowed) = sched_getaffinity(Pid::from_raw(0)) else {
-        return;
-    };
-    if allowed.unset(here).is_err() {
-        return;
-    }
-    let others = (0..CpuSet::count()).any(|cpu| allowed.is_set(cpu).unwrap_or(false));
-    if others && let Ok(pid) = i32::try_from(pid) {
-        let _ = sched_setaffinity(Pid::from_raw(pid), &allowed);
     }
 }
 
