@@ -57,8 +57,8 @@
 //! Every bound is a field of [`Limits`] with its default and clamp.
 //!
 //! ## Costs (2-core VM, see `benches/cells.rs` and `toolsearch bench cells`)
-//! A warm cell (ready worker, search + describe + call through the real gateway) ≈ 0.42–0.58 ms
-//! p50; a cold one (fork on demand) ≈ 1.35–1.75 ms; the Node-child-per-cell reference ≈ 33–45 ms.
+//! A warm cell (ready worker, search + describe + call through the real gateway) ≈ 0.41–0.61 ms
+//! p50; a cold one (fork on demand) ≈ 1.3–1.75 ms; the Node-child-per-cell reference ≈ 29–46 ms.
 //! A ready worker: ≈ 5.5 MiB RSS, ≈ 1.8 MiB PSS. The zygote builds the seccomp filter and compiles
 //! the prelude to bytecode once; workers inherit both; pool workers then rehearse a cell
 //! (`js/rehearsal.js`) so its first-touch page faults happen before `Ready`. Where a warm cell's
