@@ -24,6 +24,9 @@ use super::supervisor::{Supervisor, SupervisorConfig};
 /// The reference runner's script, written to a temp file per run.
 pub const NODE_CELL_JS: &str = include_str!("../../js/node_cell.js");
 
+/// How long the machine idles before each cell of [`BenchReport::warm_after_idle`].
+pub const IDLE_BEFORE_CELL: Duration = Duration::from_millis(5);
+
 /// The benchmark cell: one `search`, one `describe`, one `call`.
 pub const BENCH_CELL: &str = "const hits = await openclaw.tools.search('create a calendar event', {limit: 3});\n\
 const tool = await openclaw.tools.describe(hits[0].id);\n\
@@ -66,8 +69,12 @@ impl Series {
 /// What `toolsearch bench cells --json` prints.
 #[derive(Debug, Clone, Default, PartialEq, serde::Serialize)]
 pub struct BenchReport {
-    /// A ready worker exists when the cell is submitted.
+    /// A ready worker exists when the cell is submitted (submitted as soon as the pool is full).
     pub warm: Series,
+    /// Like `warm`, but the machine has been idle for [`IDLE_BEFORE_CELL`] when the cell is
+    /// submitted, as between an agent's turns. On a VM the idle virtual CPUs lose their caches
+    /// (the hypervisor runs other work on them), so the same cell costs more.
+    pub warm_after_idle: Series,
     /// The zygote forks on demand (pool size 0).
     pub cold: Series,
     /// The reference: `node --experimental-permission` spawned per cell, empty environment,
@@ -172,13 +179,29 @@ async fn measure(
         }
     }
     report.warm = Series::from_samples(samples);
+    let expected = expected.unwrap_or_default();
+
+    // Warm after idle: the same pool, the machine idle before each cell.
+    let mut samples = Vec::with_capacity(iterations);
+    for _ in 0..iterations {
+        warm.wait_pool_full(Duration::from_secs(10)).await;
+        tokio::time::sleep(IDLE_BEFORE_CELL).await;
+        let (dt, value) = warm_cell(&warm, &bridge, cell, true).await?;
+        if value != expected {
+            return Err(mismatch(
+                "warm_after_idle",
+                format!("expected {expected}, got {value}"),
+            ));
+        }
+        samples.push(dt);
+    }
+    report.warm_after_idle = Series::from_samples(samples);
     warm.wait_pool_full(Duration::from_secs(10)).await;
     if let Some(pid) = warm.ready_worker_pids().first() {
         report.ready_worker_rss_kib = proc_kib(&format!("/proc/{pid}/status"), "VmRSS:");
         report.ready_worker_pss_kib = proc_kib(&format!("/proc/{pid}/smaps_rollup"), "Pss:");
     }
     warm.shutdown().await;
-    let expected = expected.unwrap_or_default();
 
     // Cold: the zygote forks on demand.
     let mut config = SupervisorConfig::new(worker_binary);

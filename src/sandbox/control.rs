@@ -150,9 +150,10 @@ fn kill_worker(
 }
 
 impl Zygote {
-    /// Spawns `<binary> __sandbox-zygote` (empty environment) from a dedicated thread, waits for
-    /// its `Hello`, and starts the reader and stderr-drain tasks.
-    pub(crate) async fn spawn(binary: &Path) -> Result<Zygote, SandboxError> {
+    /// Spawns `<binary> __sandbox-zygote` (empty environment, `nice_steps` below the caller's
+    /// priority; workers inherit it) from a dedicated thread, waits for its `Hello`, and starts
+    /// the reader and stderr-drain tasks.
+    pub(crate) async fn spawn(binary: &Path, nice_steps: u8) -> Result<Zygote, SandboxError> {
         let (host_end, child_end) = socket::socketpair(
             AddressFamily::Unix,
             SockType::SeqPacket,
@@ -168,7 +169,7 @@ impl Zygote {
         let bin = binary.to_path_buf();
         std::thread::Builder::new()
             .name("sandbox-zygote".into())
-            .spawn(move || zygote_thread(bin, child_end, thread_ctl, cmd_rx, ready_tx))
+            .spawn(move || zygote_thread(bin, nice_steps, child_end, thread_ctl, cmd_rx, ready_tx))
             .map_err(|e| SandboxError::io("starting the zygote thread", e))?;
         let spawned = ready_rx.await.map_err(|_| SandboxError::ZygoteGone {
             detail: "the zygote thread ended before spawning".into(),
@@ -326,23 +327,44 @@ fn nonblocking(fd: OwnedFd) -> Result<OwnedFd, SandboxError> {
 
 type Spawned = io::Result<(u32, Option<std::process::ChildStderr>)>;
 
+/// The nice value `steps` below the calling thread's (capped at 19), or `None` for no change.
+fn background_nice(steps: u8) -> Option<i32> {
+    if steps == 0 {
+        return None;
+    }
+    // getpriority returns the nice value, and -1 is a valid one: tell it from an error by errno.
+    // SAFETY: __errno_location is this thread's errno slot; getpriority takes no pointers.
+    let current = unsafe {
+        *libc::__errno_location() = 0;
+        let n = libc::getpriority(libc::PRIO_PROCESS, 0);
+        if n == -1 && *libc::__errno_location() != 0 {
+            return None;
+        }
+        n
+    };
+    let lowered = (current + i32::from(steps)).min(19);
+    (lowered > current).then_some(lowered)
+}
+
 /// The dedicated thread: spawns the zygote, then waits for the shutdown command (or for the
 /// [`Zygote`] handle to be dropped), shuts the zygote down and reaps it.
 fn zygote_thread(
     binary: PathBuf,
+    nice_steps: u8,
     child_end: OwnedFd,
     ctl: OwnedFd,
     commands: mpsc::Receiver<ThreadCmd>,
     ready: oneshot::Sender<Spawned>,
 ) {
     let parent = std::process::id();
+    let nice = background_nice(nice_steps);
     let mut cmd = Command::new(&binary);
     cmd.arg(super::ZYGOTE_ROLE)
         .env_clear()
         .stdin(Stdio::from(child_end))
         .stdout(Stdio::null())
         .stderr(Stdio::piped());
-    // SAFETY: the closure only makes async-signal-safe syscalls (prctl, getppid).
+    // SAFETY: the closure only makes async-signal-safe syscalls (prctl, getppid, setpriority).
     unsafe {
         use std::os::unix::process::CommandExt;
         cmd.pre_exec(move || {
@@ -358,6 +380,11 @@ fn zygote_thread(
             }
             if libc::getppid() as u32 != parent {
                 return Err(io::Error::other("the supervisor exited during spawn"));
+            }
+            // Raising one's own nice value needs no privilege; should it fail, the sandbox
+            // merely runs at the host's priority.
+            if let Some(nice) = nice {
+                libc::setpriority(libc::PRIO_PROCESS, 0, nice);
             }
             Ok(())
         });

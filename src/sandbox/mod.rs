@@ -33,7 +33,8 @@
 //!    empty environment, rlimits (address space, no core, no file size, few fds, no processes), an
 //!    unprivileged uid/gid (65534) with every capability dropped when started as root,
 //!    `PR_SET_NO_NEW_PRIVS`, and finally a seccomp allow-list ([`ALLOWED_SYSCALLS`]; default
-//!    action: kill the process with `SIGSYS`) before it reports `Ready`.
+//!    action: kill the process with `SIGSYS`) before it reports `Ready`. It runs below the host's
+//!    scheduling priority (nice +10 by default), so a spinning guest cannot starve the host.
 //! 3. **The supervisor** ([`Supervisor`]): it SIGKILLs the worker at the wall-clock deadline from
 //!    outside. **This is the guarantee**: a guest inside a long builtin (big `BigInt` arithmetic,
 //!    huge string conversions) or blocked on the bridge is not interruptible by layer 1. It also
@@ -43,8 +44,8 @@
 //! - Kernel exploits through the allowed syscalls (the allow-list keeps that surface small; see
 //!   [`ALLOWED_SYSCALLS`]).
 //! - Side channels (timing via `Date`, Spectre-class attacks); `performance` is not installed.
-//! - CPU and memory *fairness* between concurrent cells beyond the live-worker cap; use cgroups
-//!   around the whole gateway for that.
+//! - CPU and memory *fairness* between concurrent cells beyond the live-worker cap and the
+//!   background priority; use cgroups around the whole gateway for that.
 //! - What a [`Bridge`] implementation does with the arguments it receives: they are untrusted JSON.
 //! - On hosts without `pidfd_open` (Linux < 5.3) a worker is killed by pid only while its exit has
 //!   not been reported, which leaves a theoretical pid-reuse window.
@@ -57,15 +58,22 @@
 //! Every bound is a field of [`Limits`] with its default and clamp.
 //!
 //! ## Costs (2-core VM, see `benches/cells.rs` and `toolsearch bench cells`)
-//! A warm cell (ready worker, search + describe + call through the real gateway) ≈ 0.41–0.61 ms
-//! p50; a cold one (fork on demand) ≈ 1.3–1.75 ms; the Node-child-per-cell reference ≈ 29–46 ms.
-//! A ready worker: ≈ 5.5 MiB RSS, ≈ 1.8 MiB PSS. The zygote builds the seccomp filter and compiles
-//! the prelude to bytecode once; workers inherit both; pool workers then rehearse a cell
-//! (`js/rehearsal.js`) so its first-touch page faults happen before `Ready`. Where a warm cell's
-//! time goes (CLOCK_MONOTONIC stamps on both sides, medians): sending `Run` ≈ 10 µs and waking
-//! the idle worker ≈ 30–40 µs (an IPI to a halted virtual CPU), compiling the body ≈ 60 µs
-//! (≈ 23 µs hot), guest work ≈ 20–40 µs and gateway work ≈ 13–33 µs per bridge call, ≈ 5–10 µs
-//! per socket hop, `Done` to result ≈ 15 µs, and ≈ 25 µs of supervisor bookkeeping around it.
+//! A warm cell (ready worker, search + describe + call through the real gateway, submitted as soon
+//! as the pool is full) ≈ 0.33–0.44 ms p50; the same after the machine idled 5 ms ≈ 0.52–0.65 ms
+//! (a VM's idle virtual CPUs lose their caches); a cold one (fork on demand) ≈ 1.15–1.65 ms; the
+//! Node-child-per-cell reference ≈ 29–40 ms. A ready worker: ≈ 5.5–7 MiB RSS, ≈ 1.6–2.2 MiB PSS.
+//! The zygote builds the seccomp filter and compiles the prelude to bytecode once; workers inherit
+//! both; pool workers then rehearse a cell (`js/rehearsal.js`) so its first-touch page faults
+//! happen before `Ready`. The zygote and its workers run 10 nice steps below the host
+//! ([`SupervisorConfig::worker_nice`]): guest code cannot starve the host's threads, and the refill
+//! that follows a cell (fork, hardening, rehearsal: ≈ 1 ms of CPU) no longer preempts the caller
+//! that is reading the cell's result (it did, for ≈ 0.2 ms at p50, on 2 vCPUs). Where a warm
+//! cell's time goes (CLOCK_MONOTONIC stamps on both sides, medians; submitted after ~1 ms of idle → as soon as
+//! the pool filled): waking the
+//! idle worker 46 → 7 µs (an IPI to a halted virtual CPU; a worker polls for 150 µs after `Ready`),
+//! compiling the body 85 → 50 µs, guest work 35–50 → 20–35 µs and gateway work 16–37 → 12–30 µs
+//! per bridge call, 5–14 µs per socket hop, `Done` to result 12–18 µs, and ≈ 25 µs of supervisor
+//! bookkeeping around it.
 //!
 //! ## Process tree
 //! ```text

@@ -28,6 +28,12 @@ use super::protocol::WorkerConfig;
 /// Consecutive failed forks after which the background refill waits for the next cell.
 const REFILL_FAILURES_BEFORE_PAUSE: u32 = 3;
 
+/// How often [`Supervisor::wait_pool_full`] asks a paused refill to try again.
+const REFILL_RETRY: Duration = Duration::from_millis(50);
+
+/// [`SupervisorConfig::worker_nice`] by default.
+pub const DEFAULT_WORKER_NICE: u8 = 10;
+
 /// How to start a [`Supervisor`].
 #[derive(Debug, Clone)]
 pub struct SupervisorConfig {
@@ -39,6 +45,13 @@ pub struct SupervisorConfig {
     pub pool_size: usize,
     /// Per-cell bounds (clamped at start).
     pub limits: Limits,
+    /// How many nice steps below the host the zygote and its workers run, guest code included.
+    /// Default 10, clamp 0–19 (the result is capped at nice 19); 0 runs them at the host's
+    /// priority. Untrusted code, and forking and preparing replacement workers, then never
+    /// preempt the host's own threads: a cell spinning until its deadline cannot starve request
+    /// handling, and a refill started after a cell does not stall the caller that is reading its
+    /// result (measured on the 2-vCPU VM: ~0.2 ms at p50 before this).
+    pub worker_nice: u8,
 }
 
 impl SupervisorConfig {
@@ -48,6 +61,7 @@ impl SupervisorConfig {
             worker_binary: worker_binary.into(),
             pool_size: 2,
             limits: Limits::default(),
+            worker_nice: DEFAULT_WORKER_NICE,
         }
     }
 }
@@ -63,6 +77,7 @@ pub struct Supervisor {
 
 struct Inner {
     binary: PathBuf,
+    worker_nice: u8,
     pool_size: usize,
     limits: Limits,
     worker: WorkerConfig,
@@ -70,6 +85,8 @@ struct Inner {
     respawn: tokio::sync::Mutex<()>,
     pool: Mutex<VecDeque<ReadyWorker>>,
     refill: Arc<Notify>,
+    /// Signalled (to every waiter) whenever a worker joins the pool.
+    pooled: Notify,
     slots: Semaphore,
     closed: AtomicBool,
 }
@@ -103,9 +120,11 @@ impl Supervisor {
             bridge_calls: limits.bridge_calls,
             rehearse: false,
         };
-        let zygote = Zygote::spawn(&config.worker_binary).await?;
+        let worker_nice = config.worker_nice.min(19);
+        let zygote = Zygote::spawn(&config.worker_binary, worker_nice).await?;
         let inner = Arc::new(Inner {
             binary: config.worker_binary,
+            worker_nice,
             pool_size: config.pool_size.min(64),
             slots: Semaphore::new(limits.live_workers),
             limits,
@@ -114,6 +133,7 @@ impl Supervisor {
             respawn: tokio::sync::Mutex::new(()),
             pool: Mutex::new(VecDeque::new()),
             refill: Arc::new(Notify::new()),
+            pooled: Notify::new(),
             closed: AtomicBool::new(false),
         });
         tokio::spawn(refill_loop(Arc::downgrade(&inner), inner.refill.clone()));
@@ -225,18 +245,35 @@ impl Supervisor {
     }
 
     /// Waits until the pool holds `pool_size` ready workers, up to `limit`. Returns whether it
-    /// does. (The pool is refilled in the background; this only observes it.)
+    /// does. (The pool is refilled in the background; this only observes it.) Returns as soon as
+    /// the last worker joins the pool: it is woken by the refill, it does not poll.
     pub async fn wait_pool_full(&self, limit: Duration) -> bool {
-        let deadline = Instant::now() + limit;
+        let deadline = tokio::time::Instant::now() + limit;
+        let full = || lock(&self.inner.pool).len() >= self.inner.pool_size;
         loop {
-            if lock(&self.inner.pool).len() >= self.inner.pool_size {
+            // Registered before the check, so a worker pooled in between is not missed.
+            let pooled = self.inner.pooled.notified();
+            tokio::pin!(pooled);
+            pooled.as_mut().enable();
+            if full() {
                 return true;
             }
-            if Instant::now() >= deadline {
+            if self.inner.closed.load(Ordering::SeqCst) {
                 return false;
             }
-            self.inner.refill.notify_one();
-            tokio::time::sleep(Duration::from_micros(200)).await;
+            let retry = tokio::time::Instant::now() + REFILL_RETRY;
+            tokio::select! {
+                () = &mut pooled => {}
+                () = tokio::time::sleep_until(retry.min(deadline)) => {
+                    if tokio::time::Instant::now() >= deadline {
+                        return full();
+                    }
+                    // Nothing joined for a while: the refill may have paused after failed
+                    // forks. (Not asked on every pass: a wake-up stored while it runs would start
+                    // a second pass that forks during the caller's next cell.)
+                    self.inner.refill.notify_one();
+                }
+            }
         }
     }
 
@@ -330,7 +367,7 @@ impl Inner {
             return Err(SandboxError::ShutDown);
         }
         tracing::warn!("sandbox zygote is gone; restarting it");
-        let z = Arc::new(Zygote::spawn(&self.binary).await?);
+        let z = Arc::new(Zygote::spawn(&self.binary, self.worker_nice).await?);
         *lock(&self.zygote) = Some(z.clone());
         Ok(z)
     }
@@ -364,6 +401,7 @@ impl Inner {
                         return;
                     }
                     lock(&self.pool).push_back(w);
+                    self.pooled.notify_waiters();
                 }
                 Err(e) => {
                     failures += 1;

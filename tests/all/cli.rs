@@ -220,3 +220,28 @@ fn surface_json_reports_mode_sizes_and_the_fallback() {
         "{fallback}"
     );
 }
+
+#[test]
+fn bench_cells_json_reports_every_series_from_the_same_run() {
+    let out = toolsearch(&["bench", "cells", "--json", "--iterations", "3"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let report: Value = serde_json::from_str(&stdout(&out)).unwrap();
+    for series in ["warm", "warm_after_idle", "cold", "node"] {
+        let s = &report[series];
+        let p50 = s["p50_ms"]
+            .as_f64()
+            .unwrap_or_else(|| panic!("{series}: {s}"));
+        let p99 = s["p99_ms"].as_f64().unwrap();
+        assert!(p50 > 0.0 && p99 >= p50, "{series}: {s}");
+        assert_eq!(s["samples"], Value::from(3), "{series}");
+    }
+    let ratio = report["ratio_node_over_warm"].as_f64().unwrap();
+    let expected =
+        report["node"]["p50_ms"].as_f64().unwrap() / report["warm"]["p50_ms"].as_f64().unwrap();
+    assert!((ratio - expected).abs() < 1e-9, "{ratio} vs {expected}");
+    assert!(report["ready_worker_rss_kib"].as_u64().unwrap() > 0);
+    assert_eq!(
+        report["value"]["tool"],
+        Value::from("plugin:units:convert_units")
+    );
+}

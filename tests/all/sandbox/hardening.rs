@@ -3,10 +3,10 @@
 
 use std::time::Duration;
 
-use super::support::{Harness, start_time, status_field};
+use super::support::{BIN, Harness, start_time, status_field};
 use pretty_assertions::assert_eq;
 use serde_json::json;
-use toolsearch::sandbox::{ALLOWED_SYSCALLS, Limits, Outcome};
+use toolsearch::sandbox::{ALLOWED_SYSCALLS, Limits, Outcome, Supervisor, SupervisorConfig};
 
 async fn ready_harness() -> (Harness, Vec<u32>) {
     let h = Harness::new().await;
@@ -219,6 +219,42 @@ async fn allow_list_has_no_dangerous_syscalls() {
         );
     }
     assert!(ALLOWED_SYSCALLS.iter().all(|(_, why)| !why.is_empty()));
+}
+
+/// The nice value of `pid` (field 19 of `/proc/<pid>/stat`).
+fn nice_of(pid: u32) -> i32 {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
+    let after_comm = &stat[stat.rfind(')').unwrap() + 1..];
+    after_comm
+        .split_whitespace()
+        .nth(16)
+        .unwrap()
+        .parse()
+        .unwrap()
+}
+
+#[tokio::test]
+async fn sandbox_runs_below_the_host_priority_unless_told_otherwise() {
+    // The zygote is spawned from a thread of this process, which has the process's nice value.
+    let host = nice_of(std::process::id());
+    let (h, pids) = ready_harness().await;
+    let background = (host + 10).min(19);
+    assert_eq!(nice_of(h.sup.zygote_pid().unwrap()), background, "zygote");
+    for pid in pids {
+        assert_eq!(nice_of(pid), background, "ready worker {pid}");
+    }
+    h.assert_still_works().await;
+    h.finish().await;
+
+    let mut config = SupervisorConfig::new(BIN);
+    config.worker_nice = 0;
+    let sup = Supervisor::start(config).await.unwrap();
+    assert!(sup.wait_pool_full(Duration::from_secs(10)).await);
+    assert_eq!(nice_of(sup.zygote_pid().unwrap()), host, "zygote");
+    for pid in sup.ready_worker_pids() {
+        assert_eq!(nice_of(pid), host, "ready worker {pid}");
+    }
+    sup.shutdown().await;
 }
 
 #[tokio::test]
