@@ -1,5 +1,6 @@
-//! The supervisor's side of the zygote: spawning it from a dedicated thread, asking it to fork,
-//! receiving sockets and pidfds, tracking live workers and their exits, killing them.
+//! The supervisor's side of the zygote: spawning it from a dedicated thread (below the host's
+//! scheduling priority, which its workers inherit), asking it to fork, receiving sockets and
+//! pidfds, tracking live workers and their exits, killing them.
 //!
 //! Owns: [`Zygote`] (one zygote process) and [`WorkerProcess`] (one forked worker's pid, pidfd and
 //! exit report).
