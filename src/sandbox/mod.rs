@@ -61,7 +61,7 @@
 //! A warm cell (ready worker, search + describe + call through the real gateway, submitted as soon
 //! as the pool is full) ≈ 0.33–0.44 ms p50; the same after the machine idled 5 ms ≈ 0.52–0.65 ms
 //! (a VM's idle virtual CPUs lose their caches); a cold one (fork on demand) ≈ 1.15–1.65 ms; the
-//! Node-child-per-cell reference ≈ 29–40 ms. A ready worker: ≈ 5.5–7 MiB RSS, ≈ 1.6–2.2 MiB PSS.
+//! Node-child-per-cell reference ≈ 29–40 ms. A ready worker: ≈ 5.3–7.4 MiB RSS, ≈ 1.6–2.3 MiB PSS.
 //! The zygote builds the seccomp filter and compiles the prelude to bytecode once; workers inherit
 //! both; pool workers then rehearse a cell (`js/rehearsal.js`) so its first-touch page faults
 //! happen before `Ready`. The zygote and its workers run 10 nice steps below the host
