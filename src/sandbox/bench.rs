@@ -134,6 +134,15 @@ fn mismatch(which: &'static str, detail: String) -> SandboxError {
     SandboxError::BenchMismatch { which, detail }
 }
 
+/// Every iteration of every series must return the first warm iteration's value.
+fn same_value(which: &'static str, expected: &Value, value: &Value) -> Result<(), SandboxError> {
+    if value == expected {
+        Ok(())
+    } else {
+        Err(mismatch(which, format!("expected {expected}, got {value}")))
+    }
+}
+
 /// Runs `iterations` warm, cold and node cells with `bridge` and reports percentiles.
 /// Fails if `node` is missing or any iteration returns a different value.
 ///
@@ -187,12 +196,7 @@ async fn measure(
         warm.wait_pool_full(Duration::from_secs(10)).await;
         tokio::time::sleep(IDLE_BEFORE_CELL).await;
         let (dt, value) = warm_cell(&warm, &bridge, cell, true).await?;
-        if value != expected {
-            return Err(mismatch(
-                "warm_after_idle",
-                format!("expected {expected}, got {value}"),
-            ));
-        }
+        same_value("warm_after_idle", &expected, &value)?;
         samples.push(dt);
     }
     report.warm_after_idle = Series::from_samples(samples);
@@ -210,12 +214,7 @@ async fn measure(
     let mut samples = Vec::with_capacity(iterations);
     for _ in 0..iterations {
         let (dt, value) = warm_cell(&cold, &bridge, cell, false).await?;
-        if value != expected {
-            return Err(mismatch(
-                "cold",
-                format!("expected {expected}, got {value}"),
-            ));
-        }
+        same_value("cold", &expected, &value)?;
         samples.push(dt);
     }
     report.cold = Series::from_samples(samples);
@@ -226,12 +225,7 @@ async fn measure(
     let mut samples = Vec::with_capacity(iterations);
     for _ in 0..iterations {
         let (dt, value) = run_node_cell(&node, script.path(), cell, &bridge).await?;
-        if value != expected {
-            return Err(mismatch(
-                "node",
-                format!("expected {expected}, got {value}"),
-            ));
-        }
+        same_value("node", &expected, &value)?;
         samples.push(ms(dt));
     }
     report.node = Series::from_samples(samples);
