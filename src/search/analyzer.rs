@@ -713,6 +713,7 @@ pub fn analyze_query_in(
     let table = expansion_table();
     let mut fired = 0u16;
     let mut seen: std::collections::HashMap<u64, Vec<usize>> = std::collections::HashMap::new();
+    let mut demoted: Vec<String> = Vec::new();
     for word in &raws {
         // A function word of a language the query is in says nothing.
         let function_word = word.entries.iter().any(|&id| {
@@ -727,6 +728,14 @@ pub fn analyze_query_in(
             analysis.content_words += 1;
         }
         let translated = word.in_phrase || word.entries.iter().any(|id| usable(word, id));
+        // A foreign word (translated, not spelled like its English sense): its own stems are
+        // no English literal terms ("alle" → all), so they count as translations (tier 1) and
+        // can never lift a document above one matching the query's real English words.
+        let has_han = !word.raw.is_ascii() && word.raw.chars().any(is_han);
+        let foreign = !has_han
+            && word.entries.iter().any(|id| {
+                usable(word, id) && lexicon.entry(*id).is_some_and(|e| !e.identity)
+            });
         // Never typo-correct a function word of any lexicon language ("bitte" is no "bite").
         let any_function_word = word
             .entries
@@ -744,6 +753,10 @@ pub fn analyze_query_in(
             let mut stems: Vec<String> = Vec::new();
             for_each_stem_in(w, &mut buffer, |term| {
                 stems.push(term.to_string());
+                if foreign {
+                    demoted.push(term.to_string());
+                    return;
+                }
                 // Distinct terms, found by hash: long queries have many terms.
                 let key = xxhash_rust::xxh3::xxh3_64(term.as_bytes());
                 let slot = seen.entry(key).or_default();
@@ -770,7 +783,12 @@ pub fn analyze_query_in(
             }
         });
     }
-    // Translations, in query order; their English words may fire expansion triggers too.
+    for term in &demoted {
+        analysis.add(term, TermKind::Translation, TRANSLATION_WEIGHT);
+    }
+    // Translations, in query order; their English words may fire expansion triggers too. The
+    // main sense weighs TRANSLATION_WEIGHT, further senses half of it (an entry's synonyms
+    // must not add up to more than its main sense).
     let mut english = String::new();
     for word in &raws {
         for entry in word
@@ -779,14 +797,19 @@ pub fn analyze_query_in(
             .filter(|id| usable(word, id))
             .filter_map(|&id| lexicon.entry(id))
         {
-            for target in &entry.english {
+            for (sense, target) in entry.english.iter().enumerate() {
                 if let Some(groups) = table.triggers.get(normalize_trigger(target).as_ref()) {
                     fired |= groups;
                 }
+                let weight = if sense == 0 {
+                    TRANSLATION_WEIGHT
+                } else {
+                    TRANSLATION_WEIGHT / 2.0
+                };
                 english.clear();
                 english.push_str(target);
                 for_each_term(&english, &mut scratch, |term| {
-                    analysis.add(term, TermKind::Translation, TRANSLATION_WEIGHT);
+                    analysis.add(term, TermKind::Translation, weight);
                 });
             }
         }
@@ -840,7 +863,12 @@ fn find_lexicon_entries(lexicon: &Lexicon, raws: &mut [RawWord<'_>], known: &dyn
             continue;
         }
         let mut matched = 0;
-        for len in (2..=MAX_PHRASE_WORDS.min(raws.len() - i)).rev() {
+        let phrase_lengths = if lexicon.starts_phrase(&raws[i].lower, &mut folded) {
+            2..=MAX_PHRASE_WORDS.min(raws.len() - i)
+        } else {
+            2..=1
+        };
+        for len in phrase_lengths.rev() {
             let words: Vec<&str> = raws[i..i + len].iter().map(|w| w.lower.as_str()).collect();
             let ids = lexicon.phrase(&words);
             if !ids.is_empty() {

@@ -90,6 +90,9 @@ pub struct Entry {
     /// translated only when another word shows the query is in this language, and never
     /// evidence of the language itself.
     pub ambiguous: bool,
+    /// The key is spelled like one of its English words (`status`, `issue`): a word matching
+    /// it stays a literal English word.
+    pub identity: bool,
 }
 
 impl Entry {
@@ -127,6 +130,8 @@ pub struct Lexicon {
     stems: [HashMap<String, Vec<u32>>; 3],
     /// Folded multi-word keys (words joined by one space) → entries.
     phrases: HashMap<String, Vec<u32>>,
+    /// The folded first word of every multi-word key (most words start none).
+    phrase_starts: std::collections::HashSet<String>,
     /// Chinese keys → entries.
     zh: HashMap<String, Vec<u32>>,
     stemmers: [Stemmer; 3],
@@ -217,6 +222,7 @@ impl Lexicon {
             words: [HashMap::new(), HashMap::new(), HashMap::new()],
             stems: [HashMap::new(), HashMap::new(), HashMap::new()],
             phrases: HashMap::new(),
+            phrase_starts: Default::default(),
             zh: HashMap::new(),
             stemmers: LATIN.map(|(_, algorithm)| Stemmer::new(algorithm)),
             prefixes: Default::default(),
@@ -271,6 +277,7 @@ impl Lexicon {
                     lang,
                     english: english.clone(),
                     ambiguous: marked || spelled_like_english,
+                    identity: spelled_like_english,
                 });
                 self.add_key(lang, key, exact, id);
             }
@@ -319,6 +326,7 @@ impl Lexicon {
                 }
             }
             n if n <= MAX_PHRASE_WORDS => {
+                self.phrase_starts.insert(words[0].clone());
                 self.phrases.entry(words.join(" ")).or_default().push(id);
             }
             _ => {}
@@ -379,8 +387,20 @@ impl Lexicon {
         }
     }
 
+    /// Whether some multi-word key starts with this (lowercase) word.
+    pub fn starts_phrase(&self, word: &str, folded: &mut String) -> bool {
+        fold_into(word, folded);
+        self.phrase_starts.contains(folded.as_str())
+    }
+
     /// Entries of a multi-word key (lowercase words), if any.
     pub fn phrase(&self, words: &[&str]) -> &[u32] {
+        let Some(first) = words.first() else {
+            return &[];
+        };
+        if !self.phrase_starts.contains(fold(first).as_str()) {
+            return &[];
+        }
         let mut key = String::new();
         let mut folded = String::new();
         for (i, word) in words.iter().enumerate() {
