@@ -262,7 +262,14 @@ pub fn evaluate(
         let gold: HashSet<&str> = gold_ids.iter().map(String::as_str).collect();
         let scores = score(&ranked, &gold);
         if per_query {
+            let terms: Vec<Value> = index
+                .query_analysis(&query.query, settings)
+                .terms
+                .iter()
+                .map(|t| json!([t.term, format!("{:?}", t.kind), t.weight]))
+                .collect();
             let line = json!({
+                "terms": terms,
                 "qid": query.qid,
                 "query": query.query,
                 "ndcg@10": scores.ndcg_10,

@@ -173,7 +173,8 @@ struct EvalArgs {
     /// Turn the multilingual lexicon off (to compare).
     #[arg(long)]
     no_lexicon: bool,
-    /// Also print one JSON line per query on stderr: qid, query, ndcg@10, hit@5, top5.
+    /// Also print one JSON line per query on stderr: qid, query, analyzed terms, ndcg@10, hit@5,
+    /// top5.
     #[arg(long)]
     per_query: bool,
     /// Print one JSON object: the metrics (recall@1/5/10, hit@1/5/10, ndcg@10, mrr), latency_us

@@ -17,7 +17,7 @@
 
 use tantivy::tokenizer::{Token, TokenStream, Tokenizer};
 
-use super::lexicon::{Entry, Langs, Lexicon, MAX_PHRASE_WORDS, is_han, lexicon};
+use super::lexicon::{Entry, Lang, Langs, Lexicon, MAX_PHRASE_WORDS, is_han, lexicon};
 
 /// The name the analyzer is registered under in the index's tokenizer manager.
 pub const ANALYZER_NAME: &str = "toolsearch";
@@ -687,12 +687,24 @@ pub fn analyze_query_in(
         find_lexicon_entries(lexicon, &mut raws, known);
     }
     // Languages shown by unambiguous content words.
+    // A language counts as the query's when its unambiguous content words (unknown to the
+    // index) make up at least a third of the query's content words: one false friend in a long
+    // English request ("statutes" → statut) does not make it French.
     let mut languages = Langs::default();
-    for word in raws.iter().filter(|w| !w.known) {
-        for entry in word.entries.iter().filter_map(|&id| lexicon.entry(id)) {
-            if !entry.is_stop() && !entry.ambiguous {
-                languages.insert(entry.lang);
-            }
+    let content = raws.iter().filter(|w| !is_stop_word(&w.lower)).count();
+    for lang in [Lang::Zh, Lang::De, Lang::Fr, Lang::Id] {
+        let shown = raws
+            .iter()
+            .filter(|w| !w.known)
+            .filter(|w| {
+                w.entries
+                    .iter()
+                    .filter_map(|&id| lexicon.entry(id))
+                    .any(|e| e.lang == lang && !e.is_stop() && !e.ambiguous)
+            })
+            .count();
+        if shown > 0 && shown * 3 >= content {
+            languages.insert(lang);
         }
     }
     let usable = |word: &RawWord<'_>, id: &u32| {
@@ -733,9 +745,10 @@ pub fn analyze_query_in(
         // can never lift a document above one matching the query's real English words.
         let has_han = !word.raw.is_ascii() && word.raw.chars().any(is_han);
         let foreign = !has_han
-            && word.entries.iter().any(|id| {
-                usable(word, id) && lexicon.entry(*id).is_some_and(|e| !e.identity)
-            });
+            && word
+                .entries
+                .iter()
+                .any(|id| usable(word, id) && lexicon.entry(*id).is_some_and(|e| !e.identity));
         // Never typo-correct a function word of any lexicon language ("bitte" is no "bite").
         let any_function_word = word
             .entries
