@@ -726,7 +726,10 @@ pub fn analyze_query_in(
     let mut fired = 0u16;
     let mut seen: std::collections::HashMap<u64, Vec<usize>> = std::collections::HashMap::new();
     let mut demoted: Vec<String> = Vec::new();
-    for word in &raws {
+    for (position, word) in raws.iter().enumerate() {
+        // A capitalized word after the first is most likely a name (Paris, Lakers): typo
+        // tolerance leaves it alone.
+        let name_like = position > 0 && word.raw.chars().next().is_some_and(char::is_uppercase);
         // A function word of a language the query is in says nothing.
         let function_word = word.entries.iter().any(|&id| {
             lexicon
@@ -783,6 +786,7 @@ pub fn analyze_query_in(
                 }
             });
             if !translated
+                && !name_like
                 && w.chars().all(char::is_alphabetic)
                 && !w.chars().any(is_han)
                 && char_len(w) >= FUZZY_MIN_CHARS
@@ -863,6 +867,7 @@ fn is_chinese_function_word(word: &str) -> bool {
 /// (longest first), then single words, then German compounds.
 fn find_lexicon_entries(lexicon: &Lexicon, raws: &mut [RawWord<'_>], known: &dyn Fn(&str) -> bool) {
     let mut folded = String::new();
+    let mut stem_buffer = String::new();
     let mut i = 0;
     while i < raws.len() {
         if !raws[i].raw.is_ascii() && raws[i].raw.chars().any(is_han) {
@@ -897,15 +902,25 @@ fn find_lexicon_entries(lexicon: &Lexicon, raws: &mut [RawWord<'_>], known: &dyn
             i += matched;
             continue;
         }
-        let lower = raws[i].lower.clone();
+        let lower = std::mem::take(&mut raws[i].lower);
         if lower.chars().any(char::is_alphabetic) && !is_stop_word(&lower) {
-            let mut unknown = true;
-            for_each_stem(&lower, |stem| unknown &= !known(&stem));
-            raws[i].known = !unknown;
             let mut ids = Vec::new();
-            lexicon.word(&lower, unknown, &mut folded, &mut ids);
-            if ids.is_empty() && unknown {
-                lexicon.german_compound(&lower, &mut ids);
+            lexicon.word(&lower, false, &mut folded, &mut ids);
+            // Whether the index knows the word matters only where the lexicon may say
+            // something: an exact key, or a stem or compound that could be one.
+            let may_stem = lower.chars().count() >= 4 && lexicon.may_stem_match(&folded);
+            if !ids.is_empty() || may_stem || lower.len() >= 7 {
+                let mut unknown = true;
+                for_each_stem_in(&lower, &mut stem_buffer, |stem| unknown &= !known(stem));
+                raws[i].known = !unknown;
+                if unknown && ids.is_empty() {
+                    if may_stem {
+                        lexicon.word(&lower, true, &mut folded, &mut ids);
+                    }
+                    if ids.is_empty() {
+                        lexicon.german_compound(&lower, &mut ids);
+                    }
+                }
             }
             raws[i].entries = ids;
         } else if is_stop_word(&lower) {
@@ -916,6 +931,7 @@ fn find_lexicon_entries(lexicon: &Lexicon, raws: &mut [RawWord<'_>], known: &dyn
             ids.retain(|&id| lexicon.entry(id).is_some_and(Entry::is_stop));
             raws[i].entries = ids;
         }
+        raws[i].lower = lower;
         i += 1;
     }
 }

@@ -493,10 +493,30 @@ impl SearchIndex {
     /// The best few index terms within the word's edit distance: (distance, doc freq, term).
     fn fuzzy_candidates(&self, word: &FuzzyWord, out: &mut Vec<(usize, u64, String)>) {
         let letters = word.word.chars().count();
-        let max_distance: u8 = if letters >= 8 { 2 } else { 1 };
+        let allowed: u8 = if letters >= 8 { 2 } else { 1 };
         // The index holds stems: fuzz those (the light stemmer leaves most misspellings whole,
-        // and strips a suffix the same way from a misspelled and a correct word).
-        for form in word.stems.iter().map(String::as_str) {
+        // and strips a suffix the same way from a misspelled and a correct word) and, for long
+        // words, the word itself ("calender" is one edit from "calendar", its stem two).
+        // Distance 1 first; 2 only when 1 finds nothing (the distance-2 automaton visits far
+        // more of the dictionary).
+        let mut forms: Vec<&str> = word.stems.iter().map(String::as_str).collect();
+        if allowed == 2 && !forms.contains(&word.word.as_str()) {
+            forms.push(&word.word);
+        }
+        for distance in 1..=allowed {
+            self.fuzzy_pass(&forms, distance, out);
+            if !out.is_empty() {
+                break;
+            }
+        }
+        // Smallest distance first, then the most frequent term, then the term itself.
+        out.sort_by(|a, b| a.0.cmp(&b.0).then(b.1.cmp(&a.1)).then(a.2.cmp(&b.2)));
+        out.truncate(MAX_FUZZY_CANDIDATES);
+    }
+
+    /// Index terms within `max_distance` of any of `forms`, merged into `out`.
+    fn fuzzy_pass(&self, forms: &[&str], max_distance: u8, out: &mut Vec<(usize, u64, String)>) {
+        for &form in forms {
             let query =
                 FuzzyTermQuery::new(Term::from_field_text(self.body, form), max_distance, true);
             for segment in &self.segments {
@@ -529,9 +549,6 @@ impl SearchIndex {
                 }
             }
         }
-        // Smallest distance first, then the most frequent term, then the term itself.
-        out.sort_by(|a, b| a.0.cmp(&b.0).then(b.1.cmp(&a.1)).then(a.2.cmp(&b.2)));
-        out.truncate(MAX_FUZZY_CANDIDATES);
     }
 
     /// Ranks and renders compact hits.

@@ -391,6 +391,17 @@ impl Lexicon {
         }
     }
 
+    /// Whether a Snowball stem of this folded word could be a key form (a cheap test before
+    /// stemming: suffix-stripping stemmers keep a word's start; Indonesian also strips
+    /// prefixes).
+    pub fn may_stem_match(&self, folded: &str) -> bool {
+        (0..LATIN.len()).any(|slot| {
+            self.prefixes[slot].contains(prefix(folded))
+                || (LATIN[slot].0 == Lang::Id
+                    && INDONESIAN_PREFIXES.iter().any(|p| folded.starts_with(p)))
+        })
+    }
+
     /// Whether some multi-word key starts with this (lowercase) word.
     pub fn starts_phrase(&self, word: &str, folded: &mut String) -> bool {
         fold_into(word, folded);
