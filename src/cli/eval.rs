@@ -300,10 +300,10 @@ fn set_name(path: &Path) -> String {
         .file_stem()
         .map(|s| s.to_string_lossy().into_owned())
         .unwrap_or_default();
-    if stem == "catalog" {
-        if let Some(parent) = path.parent().and_then(Path::file_name) {
-            return parent.to_string_lossy().into_owned();
-        }
+    if stem == "catalog"
+        && let Some(parent) = path.parent().and_then(Path::file_name)
+    {
+        return parent.to_string_lossy().into_owned();
     }
     stem
 }

@@ -881,12 +881,12 @@ fn find_lexicon_entries(lexicon: &Lexicon, raws: &mut [RawWord<'_>], known: &dyn
             continue;
         }
         let mut matched = 0;
-        let phrase_lengths = if lexicon.starts_phrase(&raws[i].lower, &mut folded) {
-            2..=MAX_PHRASE_WORDS.min(raws.len() - i)
+        let longest = if lexicon.starts_phrase(&raws[i].lower, &mut folded) {
+            MAX_PHRASE_WORDS.min(raws.len() - i)
         } else {
-            2..=1
+            0
         };
-        for len in phrase_lengths.rev() {
+        for len in (2..=longest).rev() {
             let words: Vec<&str> = raws[i..i + len].iter().map(|w| w.lower.as_str()).collect();
             let ids = lexicon.phrase(&words);
             if !ids.is_empty() {

@@ -698,3 +698,82 @@ impl IndexCache {
         Ok(slot.get_or_init(|| built).clone())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use proptest::prelude::*;
+
+    use super::*;
+    use crate::catalog::{CatalogSnapshot, Descriptor, Source};
+    use crate::policy::Policy;
+
+    /// Lowercase words of 3–9 letters: short enough to collide at edit distance 1 or 2.
+    fn word() -> impl Strategy<Value = String> {
+        "[a-z]{3,9}"
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(64))]
+
+        /// Typo tolerance never touches a query made only of correctly spelled indexed words:
+        /// the ranking is exactly the same with it on and off.
+        #[test]
+        fn indexed_words_rank_the_same_with_typo_tolerance_on_and_off(
+            docs in prop::collection::vec(prop::collection::vec(word(), 1..8), 2..24),
+            picks in prop::collection::vec(any::<prop::sample::Index>(), 1..6),
+        ) {
+            let tools: Vec<Descriptor> = docs
+                .iter()
+                .enumerate()
+                .map(|(i, words)| {
+                    Descriptor::new(Source::Plugin, "p", &format!("tool{i}"))
+                        .description(&words.join(" "))
+                })
+                .collect();
+            let view = Authorized::new(CatalogSnapshot::build(tools), Policy::allow_all());
+            let index = SearchIndex::build(&view).unwrap();
+            let vocabulary: Vec<&String> = docs.iter().flatten().collect();
+            let query: Vec<&str> = picks
+                .iter()
+                .map(|p| vocabulary[p.index(vocabulary.len())].as_str())
+                .collect();
+            let query = query.join(" ");
+            let on = SearchSettings { typo_tolerance: true, ..SearchSettings::default() };
+            let off = SearchSettings { typo_tolerance: false, ..SearchSettings::default() };
+            prop_assert_eq!(index.rank_with(&query, 20, &on), index.rank_with(&query, 20, &off));
+        }
+    }
+
+    #[test]
+    fn an_unknown_word_gets_fuzzy_candidates_below_literal_terms() {
+        let tools = vec![
+            Descriptor::new(Source::Plugin, "p", "create_issue").description("Create an issue"),
+            Descriptor::new(Source::Plugin, "p", "create_page").description("Create a page"),
+        ];
+        let view = Authorized::new(CatalogSnapshot::build(tools), Policy::allow_all());
+        let index = SearchIndex::build(&view).unwrap();
+        let analysis = index.query_analysis("create isue", &SearchSettings::default());
+        let fuzzy: Vec<&QueryTerm> = analysis
+            .terms
+            .iter()
+            .filter(|t| t.kind == TermKind::Fuzzy)
+            .collect();
+        assert_eq!(fuzzy.len(), 1, "{:?}", analysis.terms);
+        assert_eq!(fuzzy[0].term, "issu");
+        assert!(fuzzy[0].weight < 1.0);
+        let ranked = index.rank("create isue", 5);
+        assert_eq!(index.tool(ranked[0].position).unwrap().name, "create_issue");
+        // Off: the unknown word adds nothing.
+        let off = SearchSettings {
+            typo_tolerance: false,
+            ..SearchSettings::default()
+        };
+        assert!(
+            index
+                .query_analysis("create isue", &off)
+                .terms
+                .iter()
+                .all(|t| t.kind != TermKind::Fuzzy)
+        );
+    }
+}
