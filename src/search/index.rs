@@ -19,6 +19,7 @@
 //! (words of 4–7 letters) or 2 (8 and more; a transposition counts once), found by tantivy's
 //! Levenshtein automaton intersected with the term dictionary's FST (no scan), preferring the
 //! smallest distance, then the most frequent term. At most [`MAX_FUZZY_WORDS`] words per query.
+//! Distance 2 is tried only when 1 finds nothing, and keeps the word's first letter.
 
 use std::cell::RefCell;
 use std::collections::HashMap;
@@ -523,8 +524,17 @@ impl SearchIndex {
                 let Ok(automaton) = query.automaton() else {
                     return;
                 };
-                let Ok(mut stream) = segment.inverted.terms().search(automaton).into_stream()
-                else {
+                // The distance-2 pass keeps the first letter (its automaton would otherwise
+                // walk most of the dictionary for every unknown long word, names included).
+                let builder = segment.inverted.terms().search(automaton);
+                let first = form.chars().next().unwrap_or('a');
+                let builder = match (max_distance, char::from_u32(first as u32 + 1)) {
+                    (2, Some(next)) => builder
+                        .ge(first.encode_utf8(&mut [0; 4]).as_bytes())
+                        .lt(next.encode_utf8(&mut [0; 4]).as_bytes()),
+                    _ => builder,
+                };
+                let Ok(mut stream) = builder.into_stream() else {
                     continue;
                 };
                 while stream.advance() {
