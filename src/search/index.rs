@@ -710,6 +710,7 @@ impl IndexCache {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use proptest::prelude::*;
 
@@ -737,7 +738,7 @@ mod tests {
                 .enumerate()
                 .map(|(i, words)| {
                     Descriptor::new(Source::Plugin, "p", &format!("tool{i}"))
-                        .description(&words.join(" "))
+                        .description(words.join(" "))
                 })
                 .collect();
             let view = Authorized::new(CatalogSnapshot::build(tools), Policy::allow_all());
