@@ -1,8 +1,11 @@
 //! Search benchmarks: index build and query latency at 1k, 10k and 100k tools.
 //!
 //! Tools are sampled from the pooled real catalogs of `../shared/eval/` (8,935 tools, owners
-//! `<set>`); 10k and 100k replicate them with suffixed names and owners. Queries come from the
-//! dev sets. Every timed loop checks its result, so a broken path cannot look fast.
+//! `<set>`); 10k and 100k replicate them with suffixed names and owners. English queries come
+//! from the dev sets; `query_typo` uses the first words of the same queries with the longest
+//! word misspelled (two inner letters swapped, or one dropped); `query_non_english` cycles
+//! through Chinese, German, French and Indonesian requests written for this bench. Every timed
+//! loop checks its result, so a broken path cannot look fast.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 
@@ -55,6 +58,66 @@ fn queries() -> Vec<String> {
     out
 }
 
+/// Short dev queries with their longest word misspelled: swap two inner letters (even
+/// positions) or drop one (odd), so the word is unknown and typo tolerance runs.
+fn misspelled(queries: &[String]) -> Vec<String> {
+    let mut out = Vec::new();
+    for (i, q) in queries.iter().enumerate() {
+        let words: Vec<&str> = q.split_whitespace().take(5).collect();
+        let Some((at, longest)) = words
+            .iter()
+            .enumerate()
+            .filter(|(_, w)| w.chars().all(char::is_alphabetic))
+            .max_by_key(|(_, w)| w.len())
+        else {
+            continue;
+        };
+        let mut chars: Vec<char> = longest.chars().collect();
+        if chars.len() < 5 {
+            continue;
+        }
+        let mid = chars.len() / 2;
+        if i % 2 == 0 {
+            chars.swap(mid - 1, mid);
+        } else {
+            chars.remove(mid);
+        }
+        let mut typo: Vec<String> = words.iter().map(|w| w.to_string()).collect();
+        typo[at] = chars.into_iter().collect();
+        out.push(typo.join(" "));
+    }
+    assert!(out.len() > 32, "too few misspelled queries");
+    out
+}
+
+/// Non-English requests of the kinds a tool catalog serves (written for this bench).
+const NON_ENGLISH: [&str; 24] = [
+    "创建一个新的问题",
+    "删除这个文件",
+    "查看明天的天气预报",
+    "给团队发送邮件",
+    "列出仓库的所有分支",
+    "把这段文字翻译成法语",
+    "Neue Datei im Ordner anlegen",
+    "E-Mail an das Team senden",
+    "Wettervorhersage für morgen anzeigen",
+    "Alle offenen Aufgaben auflisten",
+    "Termin im Kalender löschen",
+    "Bild verkleinern und speichern",
+    "créer un nouveau dossier",
+    "envoyer un message au canal",
+    "supprimer les anciens fichiers",
+    "afficher la météo de demain",
+    "traduire ce texte en allemand",
+    "rechercher des notes sur le projet",
+    "buat tugas baru untuk besok",
+    "kirim pesan ke saluran tim",
+    "hapus berkas lama",
+    "tampilkan cuaca hari ini",
+    "cari catatan tentang rapat",
+    "ubah ukuran gambar",
+];
+
 /// `n` tools: a deterministic sample of the pool, or the pool replicated with suffixes.
 fn catalog_of(pool: &[Descriptor], n: usize) -> CatalogSnapshot {
     let mut tools = Vec::with_capacity(n);
@@ -85,6 +148,7 @@ fn catalog_of(pool: &[Descriptor], n: usize) -> CatalogSnapshot {
 fn bench_search(c: &mut Criterion) {
     let pool = pooled();
     let queries = queries();
+    let typos = misspelled(&queries);
     // A batch is 16 short queries (the first words of dev queries) within R-5.3's 512 bytes.
     let short: Vec<String> = queries
         .iter()
@@ -137,6 +201,26 @@ fn bench_search(c: &mut Criterion) {
                 next += 1;
                 let hits = index.rank(black_box(query), 8);
                 assert!(hits.len() <= 8);
+                hits
+            })
+        });
+        let mut next = 0;
+        group.bench_function(BenchmarkId::new("query_typo", n), |b| {
+            b.iter(|| {
+                let query = &typos[next % typos.len()];
+                next += 1;
+                let hits = index.rank(black_box(query), 8);
+                assert!(hits.len() <= 8);
+                hits
+            })
+        });
+        let mut next = 0;
+        group.bench_function(BenchmarkId::new("query_non_english", n), |b| {
+            b.iter(|| {
+                let query = NON_ENGLISH[next % NON_ENGLISH.len()];
+                next += 1;
+                let hits = index.rank(black_box(query), 8);
+                assert!(!hits.is_empty(), "{query:?} found nothing");
                 hits
             })
         });

@@ -66,7 +66,7 @@ pub use sandbox::{
     GatewayBridge, LimitKind, Limits, LogLevel, LogLine, Outcome, SandboxError, Supervisor,
     SupervisorConfig, dispatch_role,
 };
-pub use search::{Hit, IndexCache, IndexStats, RankedHit, SearchIndex};
+pub use search::{Hit, IndexCache, IndexStats, RankedHit, SearchIndex, SearchSettings};
 pub use session::{Reply, Session, SessionBuilder, SessionError};
 pub use signature::{Bounds as SignatureBounds, Signature, input_signature, output_signature};
 pub use surface::{

@@ -1,32 +1,57 @@
-//! `toolsearch eval`: search quality on a catalog and a query file.
+//! `toolsearch eval`: search quality (and the latency of the searches it ran) on catalogs and
+//! query files.
 //!
 //! For each query the top 20 are ranked and compared, by the catalog lines' own ids
 //! (`external_id`), with the gold ids. Metrics are macro-averaged over queries with binary
-//! relevance: Recall@k = |gold ∩ top-k| / |gold|; NDCG@10 with the ideal DCG over
-//! min(|gold|, 10) items; MRR = 1 / rank of the first gold tool in the top 20 (0 if none).
+//! relevance: Recall@k = |gold ∩ top-k| / |gold|; Hit@k = 1 when any gold id is in the top k;
+//! NDCG@10 with the ideal DCG over min(|gold|, 10) items; MRR = 1 / rank of the first gold tool
+//! in the top 20 (0 if none).
+//!
+//! Modes:
+//! - one `--queries` file against the `--catalog` files (merged; the demo catalog without any):
+//!   one flat table;
+//! - several `--queries` files against the same merged catalogs: a table per file plus the
+//!   macro average over files;
+//! - `--pooled`: `--catalog`/`--queries` pairs, in order; every set's queries are searched
+//!   against the union of all catalogs, each tool's id prefixed `<set>:` (the set is the
+//!   catalog's folder for a file named `catalog.*`, its file stem otherwise, `demo` for the
+//!   embedded demo catalog), and gold ids are prefixed the same way.
+//!
+//! Query lines may carry `"lang"`; then every table also breaks down by language. Latency is
+//! the wall time of each `rank` call (analysis, fuzzy and lexicon lookups, scoring, top-k),
+//! reported as p50 and p99 in microseconds.
+//!
+//! Never does: change the ranker. `--no-typos` and `--no-lexicon` only turn typo tolerance or
+//! the lexicon off, for comparisons.
 
-use std::collections::HashSet;
+use std::collections::{BTreeMap, HashSet};
 use std::io::Write;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use std::time::Instant;
 
 use anyhow::{Context, Result, bail};
 use serde::Deserialize;
-use serde_json::json;
+use serde_json::{Value, json};
 
-use crate::catalog::Source;
+use crate::catalog::{CatalogSnapshot, Descriptor, Source};
 use crate::policy::{Authorized, Policy};
-use crate::search::SearchIndex;
+use crate::search::{SearchIndex, SearchSettings};
 
 /// How many results each query ranks.
 const RANKED: usize = 20;
 
+/// The `--catalog` value that names the embedded demo catalog.
+pub(super) const DEMO: &str = "demo";
+
 #[derive(Debug, Deserialize)]
 struct QueryLine {
     #[serde(default)]
-    qid: Option<serde_json::Value>,
+    qid: Option<Value>,
     query: String,
     gold: Vec<String>,
+    #[serde(default)]
+    lang: Option<String>,
 }
 
 /// Aggregated metrics over a query set.
@@ -40,16 +65,115 @@ pub struct Metrics {
     pub recall_5: f64,
     /// Mean Recall@10.
     pub recall_10: f64,
+    /// Share of queries with a gold tool at rank 1.
+    pub hit_1: f64,
+    /// Share of queries with a gold tool in the top 5.
+    pub hit_5: f64,
+    /// Share of queries with a gold tool in the top 10.
+    pub hit_10: f64,
     /// Mean NDCG@10.
     pub ndcg_10: f64,
     /// Mean reciprocal rank within the top 20.
     pub mrr: f64,
 }
 
+/// One query's scores, before averaging.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+struct Scores {
+    recall_1: f64,
+    recall_5: f64,
+    recall_10: f64,
+    hit_1: f64,
+    hit_5: f64,
+    hit_10: f64,
+    ndcg_10: f64,
+    mrr: f64,
+}
+
+impl Metrics {
+    fn add(&mut self, s: &Scores) {
+        self.queries += 1;
+        self.recall_1 += s.recall_1;
+        self.recall_5 += s.recall_5;
+        self.recall_10 += s.recall_10;
+        self.hit_1 += s.hit_1;
+        self.hit_5 += s.hit_5;
+        self.hit_10 += s.hit_10;
+        self.ndcg_10 += s.ndcg_10;
+        self.mrr += s.mrr;
+    }
+
+    fn merge(&mut self, sums: &Metrics) {
+        self.queries += sums.queries;
+        self.recall_1 += sums.recall_1;
+        self.recall_5 += sums.recall_5;
+        self.recall_10 += sums.recall_10;
+        self.hit_1 += sums.hit_1;
+        self.hit_5 += sums.hit_5;
+        self.hit_10 += sums.hit_10;
+        self.ndcg_10 += sums.ndcg_10;
+        self.mrr += sums.mrr;
+    }
+
+    fn averaged(mut self) -> Metrics {
+        if self.queries == 0 {
+            return self;
+        }
+        let n = self.queries as f64;
+        for value in [
+            &mut self.recall_1,
+            &mut self.recall_5,
+            &mut self.recall_10,
+            &mut self.hit_1,
+            &mut self.hit_5,
+            &mut self.hit_10,
+            &mut self.ndcg_10,
+            &mut self.mrr,
+        ] {
+            *value /= n;
+        }
+        self
+    }
+
+    /// The unweighted mean of several tables (each set counts once).
+    fn macro_of(tables: &[Metrics]) -> Metrics {
+        let mut sum = Metrics::default();
+        for t in tables {
+            sum.merge(t);
+        }
+        let n = tables.len().max(1) as f64;
+        Metrics {
+            queries: sum.queries,
+            recall_1: sum.recall_1 / n,
+            recall_5: sum.recall_5 / n,
+            recall_10: sum.recall_10 / n,
+            hit_1: sum.hit_1 / n,
+            hit_5: sum.hit_5 / n,
+            hit_10: sum.hit_10 / n,
+            ndcg_10: sum.ndcg_10 / n,
+            mrr: sum.mrr / n,
+        }
+    }
+
+    fn json(&self) -> Value {
+        json!({
+            "queries": self.queries,
+            "recall@1": self.recall_1,
+            "recall@5": self.recall_5,
+            "recall@10": self.recall_10,
+            "hit@1": self.hit_1,
+            "hit@5": self.hit_5,
+            "hit@10": self.hit_10,
+            "ndcg@10": self.ndcg_10,
+            "mrr": self.mrr,
+        })
+    }
+}
+
 /// Scores one ranked list of ids against gold ids.
-fn score(ranked: &[&str], gold: &HashSet<&str>) -> (f64, f64, f64, f64, f64) {
+fn score(ranked: &[&str], gold: &HashSet<&str>) -> Scores {
     if gold.is_empty() {
-        return (0.0, 0.0, 0.0, 0.0, 0.0);
+        return Scores::default();
     }
     let hits_at = |k: usize| {
         ranked
@@ -60,6 +184,7 @@ fn score(ranked: &[&str], gold: &HashSet<&str>) -> (f64, f64, f64, f64, f64) {
     };
     let g = gold.len() as f64;
     let recall = |k: usize| hits_at(k) as f64 / g;
+    let hit = |k: usize| if hits_at(k) > 0 { 1.0 } else { 0.0 };
     let dcg: f64 = ranked
         .iter()
         .take(10)
@@ -75,81 +200,319 @@ fn score(ranked: &[&str], gold: &HashSet<&str>) -> (f64, f64, f64, f64, f64) {
         .take(RANKED)
         .position(|id| gold.contains(id))
         .map_or(0.0, |p| 1.0 / (p + 1) as f64);
-    (recall(1), recall(5), recall(10), dcg / ideal, mrr)
+    Scores {
+        recall_1: recall(1),
+        recall_5: recall(5),
+        recall_10: recall(10),
+        hit_1: hit(1),
+        hit_5: hit(5),
+        hit_10: hit(10),
+        ndcg_10: dcg / ideal,
+        mrr,
+    }
 }
 
-/// Evaluates `index` on the queries in `queries_path`.
-pub fn evaluate(index: &SearchIndex, queries_path: &Path) -> Result<Metrics> {
+/// The result of evaluating one query file.
+#[derive(Debug, Clone, Default)]
+pub struct Evaluation {
+    /// Metrics over every query of the file.
+    pub metrics: Metrics,
+    /// Sums (not yet averaged) per `lang` field; queries without one are under `""`.
+    pub language_sums: BTreeMap<String, Metrics>,
+    /// Wall time of each search, in microseconds.
+    pub latencies_us: Vec<f64>,
+}
+
+/// Evaluates `index` on the queries in `queries_path`; gold ids get `gold_prefix` prepended.
+pub fn evaluate(
+    index: &SearchIndex,
+    queries_path: &Path,
+    gold_prefix: &str,
+    settings: &SearchSettings,
+    per_query: bool,
+) -> Result<Evaluation> {
     let text = std::fs::read_to_string(queries_path)
         .with_context(|| format!("cannot read queries file {}", queries_path.display()))?;
-    let mut totals = Metrics::default();
+    let mut out = Evaluation::default();
     for (number, line) in text.lines().enumerate() {
         if line.trim().is_empty() {
             continue;
         }
         let query: QueryLine = serde_json::from_str(line).with_context(|| {
             format!(
-                "{}: line {}: expected {{\"qid\", \"query\", \"gold\": [ids]}}",
+                "{}: line {}: expected {{\"qid\", \"query\", \"gold\": [ids], \"lang\"?}}",
                 queries_path.display(),
                 number + 1
             )
         })?;
-        let _ = &query.qid;
-        let ranked: Vec<&str> = index
-            .rank(&query.query, RANKED)
+        let started = Instant::now();
+        let ranked = index.rank_with(&query.query, RANKED, settings);
+        out.latencies_us
+            .push(started.elapsed().as_secs_f64() * 1_000_000.0);
+        let ranked: Vec<&str> = ranked
             .iter()
             .filter_map(|r| index.tool(r.position))
             .map(|t| t.external_id.as_deref().unwrap_or(t.id.as_str()))
             .collect();
-        let gold: HashSet<&str> = query.gold.iter().map(String::as_str).collect();
-        let (r1, r5, r10, ndcg, mrr) = score(&ranked, &gold);
-        totals.queries += 1;
-        totals.recall_1 += r1;
-        totals.recall_5 += r5;
-        totals.recall_10 += r10;
-        totals.ndcg_10 += ndcg;
-        totals.mrr += mrr;
+        let gold_ids: Vec<String> = query
+            .gold
+            .iter()
+            .map(|g| format!("{gold_prefix}{g}"))
+            .collect();
+        let gold: HashSet<&str> = gold_ids.iter().map(String::as_str).collect();
+        let scores = score(&ranked, &gold);
+        if per_query {
+            let terms: Vec<Value> = index
+                .query_analysis(&query.query, settings)
+                .terms
+                .iter()
+                .map(|t| json!([t.term, format!("{:?}", t.kind), t.weight]))
+                .collect();
+            let line = json!({
+                "terms": terms,
+                "qid": query.qid,
+                "query": query.query,
+                "ndcg@10": scores.ndcg_10,
+                "hit@5": scores.hit_5,
+                "top5": ranked.iter().take(5).collect::<Vec<_>>(),
+            });
+            eprintln!("{line}");
+        }
+        out.metrics.add(&scores);
+        out.language_sums
+            .entry(query.lang.clone().unwrap_or_default())
+            .or_default()
+            .add(&scores);
     }
-    if totals.queries == 0 {
+    if out.metrics.queries == 0 {
         bail!("no queries in {}", queries_path.display());
     }
-    let n = totals.queries as f64;
-    totals.recall_1 /= n;
-    totals.recall_5 /= n;
-    totals.recall_10 /= n;
-    totals.ndcg_10 /= n;
-    totals.mrr /= n;
-    Ok(totals)
+    out.metrics = out.metrics.averaged();
+    Ok(out)
 }
 
-pub(super) fn run(catalog: Option<&Path>, queries: &Path, as_json: bool) -> Result<ExitCode> {
-    let snapshot = match catalog {
-        Some(path) => super::load_files(&[path.to_path_buf()], Source::Plugin)?,
-        None => super::default_catalog()?,
+/// The name of a set: the folder of a file named `catalog.*`, else the file stem.
+fn set_name(path: &Path) -> String {
+    if path.as_os_str() == DEMO {
+        return DEMO.to_string();
+    }
+    let stem = path
+        .file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    if stem == "catalog"
+        && let Some(parent) = path.parent().and_then(Path::file_name)
+    {
+        return parent.to_string_lossy().into_owned();
+    }
+    stem
+}
+
+/// Loads one catalog argument: a file, or `demo` for the embedded catalog.
+fn load_one(path: &Path) -> Result<Vec<Descriptor>> {
+    if path.as_os_str() == DEMO && !path.exists() {
+        return Ok(super::default_catalog()?.tools().to_vec());
+    }
+    let snapshot = super::load_files(&[path.to_path_buf()], Source::Plugin)?;
+    Ok(snapshot.tools().to_vec())
+}
+
+/// p-th percentile (nearest rank) of `values`.
+fn percentile(values: &mut [f64], p: f64) -> f64 {
+    if values.is_empty() {
+        return 0.0;
+    }
+    values.sort_by(f64::total_cmp);
+    let rank = ((p / 100.0) * values.len() as f64).ceil() as usize;
+    values[rank.clamp(1, values.len()) - 1]
+}
+
+/// What `run` was asked.
+pub(super) struct EvalRequest<'a> {
+    pub(super) catalogs: &'a [PathBuf],
+    pub(super) queries: &'a [PathBuf],
+    pub(super) pooled: bool,
+    pub(super) as_json: bool,
+    pub(super) typo_tolerance: bool,
+    pub(super) multilingual: bool,
+    pub(super) per_query: bool,
+}
+
+pub(super) fn run(request: EvalRequest<'_>) -> Result<ExitCode> {
+    let settings = SearchSettings {
+        typo_tolerance: request.typo_tolerance,
+        multilingual: request.multilingual,
+    };
+    if request.queries.is_empty() {
+        bail!("eval needs --queries FILE");
+    }
+    // (set name, queries file, gold prefix)
+    let mut sets: Vec<(String, PathBuf, String)> = Vec::new();
+    let snapshot = if request.pooled {
+        if request.catalogs.len() != request.queries.len() {
+            bail!(
+                "--pooled needs --catalog/--queries pairs: got {} catalog(s) and {} query file(s)",
+                request.catalogs.len(),
+                request.queries.len()
+            );
+        }
+        let mut tools = Vec::new();
+        let mut names = HashSet::new();
+        for (catalog, queries) in request.catalogs.iter().zip(request.queries) {
+            let name = set_name(catalog);
+            if !names.insert(name.clone()) {
+                bail!("--pooled: two catalogs are both named {name:?}");
+            }
+            let stem = catalog
+                .file_stem()
+                .map(|s| s.to_string_lossy().into_owned())
+                .unwrap_or_default();
+            for mut tool in load_one(catalog)? {
+                // Owners the file did not name (the file stem) become the set, so equal names
+                // from different sets keep distinct ids; the gold key is `<set>:<line id>`.
+                if tool.owner == stem {
+                    tool.owner = crate::catalog::safe_owner(&name);
+                    tool.id = crate::catalog::tool_id(tool.source, &tool.owner, &tool.name);
+                }
+                let key = tool.external_id.clone().unwrap_or_else(|| tool.id.clone());
+                tool.external_id = Some(format!("{name}:{key}"));
+                tools.push(tool);
+            }
+            sets.push((name.clone(), queries.clone(), format!("{name}:")));
+        }
+        CatalogSnapshot::build(tools)
+    } else {
+        let mut tools = Vec::new();
+        for catalog in request.catalogs {
+            tools.extend(load_one(catalog)?);
+        }
+        for queries in request.queries {
+            sets.push((set_name(queries), queries.clone(), String::new()));
+        }
+        if request.catalogs.is_empty() {
+            super::default_catalog()?
+        } else {
+            CatalogSnapshot::build(tools)
+        }
     };
     let view = Authorized::new(snapshot, Policy::allow_all());
     let index = SearchIndex::build(&view)?;
-    let metrics = evaluate(&index, queries)?;
-    let mut out = std::io::stdout().lock();
-    if as_json {
-        let value = json!({
-            "queries": metrics.queries,
-            "recall@1": metrics.recall_1,
-            "recall@5": metrics.recall_5,
-            "recall@10": metrics.recall_10,
-            "ndcg@10": metrics.ndcg_10,
-            "mrr": metrics.mrr,
-        });
-        writeln!(out, "{value}")?;
-    } else {
-        writeln!(out, "queries    {}", metrics.queries)?;
-        writeln!(out, "Recall@1   {:.3}", metrics.recall_1)?;
-        writeln!(out, "Recall@5   {:.3}", metrics.recall_5)?;
-        writeln!(out, "Recall@10  {:.3}", metrics.recall_10)?;
-        writeln!(out, "NDCG@10    {:.3}", metrics.ndcg_10)?;
-        writeln!(out, "MRR        {:.3}", metrics.mrr)?;
+
+    let mut results = Vec::new();
+    let mut latencies = Vec::new();
+    for (name, queries, prefix) in &sets {
+        let evaluation = evaluate(&index, queries, prefix, &settings, request.per_query)?;
+        latencies.extend_from_slice(&evaluation.latencies_us);
+        results.push((name.clone(), evaluation));
     }
+    let p50 = percentile(&mut latencies, 50.0);
+    let p99 = percentile(&mut latencies, 99.0);
+    let tables: Vec<Metrics> = results.iter().map(|(_, e)| e.metrics).collect();
+    let macro_metrics = Metrics::macro_of(&tables);
+    // Languages across all sets (queries pooled per language).
+    let mut languages: BTreeMap<String, Metrics> = BTreeMap::new();
+    for (_, evaluation) in &results {
+        for (lang, sums) in &evaluation.language_sums {
+            languages.entry(lang.clone()).or_default().merge(sums);
+        }
+    }
+    let tagged = languages.keys().any(|lang| !lang.is_empty());
+    for metrics in languages.values_mut() {
+        *metrics = metrics.averaged();
+    }
+
+    let single = results.len() == 1 && !request.pooled;
+    let mut out = std::io::stdout().lock();
+    if request.as_json {
+        let mut value = if single {
+            results[0].1.metrics.json()
+        } else {
+            let mut sets = serde_json::Map::new();
+            for (name, evaluation) in &results {
+                sets.insert(name.clone(), evaluation.metrics.json());
+            }
+            json!({
+                "mode": if request.pooled { "pooled" } else { "separate" },
+                "tools": index.stats().documents,
+                "sets": sets,
+                "macro": macro_metrics.json(),
+            })
+        };
+        value["latency_us"] = json!({"p50": p50, "p99": p99});
+        if tagged {
+            let by_lang: serde_json::Map<String, Value> = languages
+                .iter()
+                .map(|(lang, m)| (lang.clone(), m.json()))
+                .collect();
+            value["languages"] = Value::Object(by_lang);
+        }
+        writeln!(out, "{value}")?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    writeln!(
+        out,
+        "{} tools{}, typo tolerance {}, lexicon {}",
+        index.stats().documents,
+        if request.pooled { " (pooled)" } else { "" },
+        if settings.typo_tolerance { "on" } else { "off" },
+        if settings.multilingual { "on" } else { "off" }
+    )?;
+    let mut rows: Vec<(String, Metrics)> = results
+        .iter()
+        .map(|(name, e)| (name.clone(), e.metrics))
+        .collect();
+    if !single {
+        rows.push(("macro".to_string(), macro_metrics));
+    }
+    write_table(&mut out, "set", &rows)?;
+    if tagged {
+        writeln!(out)?;
+        let rows: Vec<(String, Metrics)> = languages
+            .iter()
+            .map(|(lang, m)| {
+                let name = if lang.is_empty() { "(none)" } else { lang };
+                (name.to_string(), *m)
+            })
+            .collect();
+        write_table(&mut out, "lang", &rows)?;
+    }
+    writeln!(
+        out,
+        "\nlatency of {} searches: p50 {:.1} µs, p99 {:.1} µs",
+        latencies.len(),
+        p50,
+        p99
+    )?;
     Ok(ExitCode::SUCCESS)
+}
+
+fn write_table(out: &mut impl Write, first: &str, rows: &[(String, Metrics)]) -> Result<()> {
+    let width = rows
+        .iter()
+        .map(|(name, _)| name.chars().count())
+        .chain([first.len()])
+        .max()
+        .unwrap_or(4);
+    writeln!(
+        out,
+        "{first:<width$}  queries  R@1    R@5    R@10   Hit@1  Hit@5  Hit@10 NDCG@10 MRR"
+    )?;
+    for (name, m) in rows {
+        writeln!(
+            out,
+            "{name:<width$}  {:>7}  {:.3}  {:.3}  {:.3}  {:.3}  {:.3}  {:.3}  {:.4}  {:.3}",
+            m.queries,
+            m.recall_1,
+            m.recall_5,
+            m.recall_10,
+            m.hit_1,
+            m.hit_5,
+            m.hit_10,
+            m.ndcg_10,
+            m.mrr
+        )?;
+    }
+    Ok(())
 }
 
 #[cfg(test)]
@@ -159,10 +522,49 @@ mod tests {
     #[test]
     fn metrics_follow_the_eval_readme() {
         let gold: HashSet<&str> = ["b", "x"].into_iter().collect();
-        let (r1, r5, r10, ndcg, mrr) = score(&["a", "b", "c"], &gold);
-        assert_eq!((r1, r5, r10), (0.0, 0.5, 0.5));
-        assert!((mrr - 0.5).abs() < 1e-12);
+        let s = score(&["a", "b", "c"], &gold);
+        assert_eq!((s.recall_1, s.recall_5, s.recall_10), (0.0, 0.5, 0.5));
+        assert_eq!((s.hit_1, s.hit_5, s.hit_10), (0.0, 1.0, 1.0));
+        assert!((s.mrr - 0.5).abs() < 1e-12);
         let ideal = 1.0 + 1.0 / 3f64.log2();
-        assert!((ndcg - (1.0 / 3f64.log2()) / ideal).abs() < 1e-12);
+        assert!((s.ndcg_10 - (1.0 / 3f64.log2()) / ideal).abs() < 1e-12);
+    }
+
+    #[test]
+    fn set_names_come_from_the_folder_or_the_stem() {
+        assert_eq!(
+            set_name(Path::new("../shared/eval/bfcl/catalog.jsonl")),
+            "bfcl"
+        );
+        assert_eq!(
+            set_name(Path::new("../shared/catalogs/npm_mcp_servers.jsonl")),
+            "npm_mcp_servers"
+        );
+        assert_eq!(set_name(Path::new("demo")), "demo");
+    }
+
+    #[test]
+    fn percentiles_are_nearest_rank() {
+        let mut v = vec![5.0, 1.0, 3.0, 2.0, 4.0];
+        assert_eq!(percentile(&mut v, 50.0), 3.0);
+        assert_eq!(percentile(&mut v, 99.0), 5.0);
+        assert_eq!(percentile(&mut [], 50.0), 0.0);
+    }
+
+    #[test]
+    fn macro_averages_weigh_each_set_once() {
+        let a = Metrics {
+            queries: 10,
+            ndcg_10: 1.0,
+            ..Metrics::default()
+        };
+        let b = Metrics {
+            queries: 30,
+            ndcg_10: 0.0,
+            ..Metrics::default()
+        };
+        let m = Metrics::macro_of(&[a, b]);
+        assert_eq!(m.queries, 40);
+        assert!((m.ndcg_10 - 0.5).abs() < 1e-12);
     }
 }

@@ -172,13 +172,30 @@ struct CallArgs {
 
 #[derive(Debug, Args)]
 struct EvalArgs {
-    /// The catalog file whose lines' ids the gold ids refer to.
-    #[arg(long, value_name = "FILE")]
-    catalog: Option<PathBuf>,
-    /// Queries: JSONL of {"qid", "query", "gold": [ids]}.
-    #[arg(long, value_name = "FILE")]
-    queries: PathBuf,
-    /// Print one JSON object with queries, recall@1, recall@5, recall@10, ndcg@10, mrr.
+    /// A catalog file whose lines' ids the gold ids refer to; repeatable (merged, or paired with
+    /// --queries in order under --pooled). `demo` is the embedded demo catalog, also the default.
+    #[arg(long = "catalog", value_name = "FILE")]
+    catalogs: Vec<PathBuf>,
+    /// Queries: JSONL of {"qid", "query", "gold": [ids], "lang"?}; repeatable (one table each,
+    /// plus the macro average).
+    #[arg(long = "queries", value_name = "FILE", required = true)]
+    queries: Vec<PathBuf>,
+    /// Search every set's queries against the union of all catalogs, ids prefixed `<set>:`.
+    #[arg(long)]
+    pooled: bool,
+    /// Turn typo tolerance off (to compare).
+    #[arg(long)]
+    no_typos: bool,
+    /// Turn the multilingual lexicon off (to compare).
+    #[arg(long)]
+    no_lexicon: bool,
+    /// Also print one JSON line per query on stderr: qid, query, analyzed terms, ndcg@10, hit@5,
+    /// top5.
+    #[arg(long)]
+    per_query: bool,
+    /// Print one JSON object: the metrics (recall@1/5/10, hit@1/5/10, ndcg@10, mrr), latency_us
+    /// {p50, p99}; with several sets, {mode, tools, sets, macro, latency_us}; per language too
+    /// when query lines carry "lang".
     #[arg(long)]
     json: bool,
 }
@@ -223,7 +240,15 @@ fn run(cli: Cli) -> Result<ExitCode> {
         Command::Surface(args) => surface::surface(args),
         Command::Serve(args) => serve::serve(args),
         Command::Bench(BenchCommand::Cells(args)) => code::bench_cells(args),
-        Command::Eval(args) => eval::run(args.catalog.as_deref(), &args.queries, args.json),
+        Command::Eval(args) => eval::run(eval::EvalRequest {
+            catalogs: &args.catalogs,
+            queries: &args.queries,
+            pooled: args.pooled,
+            as_json: args.json,
+            typo_tolerance: !args.no_typos,
+            multilingual: !args.no_lexicon,
+            per_query: args.per_query,
+        }),
     }
 }
 

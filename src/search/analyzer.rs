@@ -17,6 +17,8 @@
 
 use tantivy::tokenizer::{Token, TokenStream, Tokenizer};
 
+use super::lexicon::{Entry, Lang, Langs, Lexicon, MAX_PHRASE_WORDS, is_han, lexicon};
+
 /// The name the analyzer is registered under in the index's tokenizer manager.
 pub const ANALYZER_NAME: &str = "toolsearch";
 
@@ -171,6 +173,10 @@ pub fn for_each_word(text: &str, scratch: &mut WordScratch, mut emit: impl FnMut
         scratch.lower.clear();
         lowercase_into(raw, &mut scratch.lower);
         emit(&scratch.lower);
+        if scratch.segment_han && !raw.is_ascii() && raw.chars().any(is_han) {
+            han_parts(raw, scratch, &mut emit);
+            continue;
+        }
         compound_parts(raw, scratch);
         if scratch.parts.len() >= 2 {
             for i in 0..scratch.parts.len() {
@@ -183,9 +189,56 @@ pub fn for_each_word(text: &str, scratch: &mut WordScratch, mut emit: impl FnMut
     }
 }
 
+/// The parts of a word holding Han characters: each Han run cut into words (step 2's compound
+/// parts for Chinese), each other run as a word with its own compound parts. A part equal to
+/// the whole word is not repeated.
+fn han_parts(raw: &str, scratch: &mut WordScratch, emit: &mut impl FnMut(&str)) {
+    let mut runs: Vec<(bool, &str)> = Vec::new();
+    let mut start = 0;
+    let mut current: Option<bool> = None;
+    for (at, c) in raw.char_indices() {
+        let han = is_han(c);
+        if current.is_some_and(|h| h != han) {
+            runs.push((current.unwrap_or(false), &raw[start..at]));
+            start = at;
+        }
+        current = Some(han);
+    }
+    runs.push((current.unwrap_or(false), &raw[start..]));
+    let whole = std::mem::take(&mut scratch.lower);
+    for (han, run) in runs {
+        if han {
+            super::segment::for_each_han_word(run, |word| {
+                if word != whole {
+                    emit(word);
+                }
+            });
+            continue;
+        }
+        scratch.lower.clear();
+        lowercase_into(run, &mut scratch.lower);
+        if scratch.lower != whole {
+            emit(&scratch.lower);
+        }
+        compound_parts(run, scratch);
+        if scratch.parts.len() >= 2 {
+            for i in 0..scratch.parts.len() {
+                let (from, to) = scratch.parts[i];
+                scratch.lower.clear();
+                lowercase_into(&run[from..to], &mut scratch.lower);
+                emit(&scratch.lower);
+            }
+        }
+    }
+    scratch.lower = whole;
+}
+
 /// Reusable buffers for [`for_each_word`].
 #[derive(Default)]
 pub struct WordScratch {
+    /// Cut runs of Han characters into words (queries only: documents keep a Han run whole,
+    /// so a catalog's term statistics do not depend on the segmenter).
+    pub segment_han: bool,
     lower: String,
     stem: String,
     parts: Vec<(usize, usize)>,
@@ -420,19 +473,114 @@ pub fn document_terms(text: &str) -> Vec<String> {
     out
 }
 
+/// Where a query term came from, weakest first (the order of [`TermKind::tier`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum TermKind {
+    /// Added by intent expansion.
+    Expansion,
+    /// A term of the index within a small edit distance of an unknown query word.
+    Fuzzy,
+    /// An English term of the capability lexicon for a Chinese, German, French or Indonesian
+    /// query word.
+    Translation,
+    /// A term the caller typed.
+    Literal,
+}
+
+impl TermKind {
+    /// The ranking tier a match of this kind earns: 2 for a literal term, 1 for a term
+    /// standing in for a typed word (its translation or its correct spelling), 0 for expansion.
+    pub fn tier(self) -> u8 {
+        match self {
+            TermKind::Literal => 2,
+            TermKind::Translation | TermKind::Fuzzy => 1,
+            TermKind::Expansion => 0,
+        }
+    }
+}
+
 /// A distinct query term with its weight (R-3.1: each distinct term counts once).
 #[derive(Debug, Clone, PartialEq)]
 pub struct QueryTerm {
     /// The analyzed term.
     pub term: String,
-    /// 1 for a literal term, [`EXPANSION_WEIGHT`] for one added by expansion only.
+    /// 1 for a literal term, [`TRANSLATION_WEIGHT`], [`FUZZY_WEIGHT`] (per edit distance) or
+    /// [`EXPANSION_WEIGHT`] for the others.
     pub weight: f32,
+    /// Where it came from.
+    pub kind: TermKind,
 }
 
 impl QueryTerm {
-    /// Whether the caller typed this term (as opposed to expansion adding it).
+    /// Whether the caller typed this term (as opposed to expansion, translation or typo
+    /// tolerance adding it).
     pub fn is_literal(&self) -> bool {
-        self.weight >= 1.0
+        self.kind == TermKind::Literal
+    }
+}
+
+/// Weight of a term the capability lexicon adds for a non-English word: between a literal term
+/// (1) and intent expansion (0.35).
+pub const TRANSLATION_WEIGHT: f32 = 0.7;
+
+/// Weight of a fuzzy candidate at edit distance 1 and 2 (index 0 and 1): below literal terms.
+pub const FUZZY_WEIGHT: [f32; 2] = [0.6, 0.45];
+
+/// A query word typo tolerance may stand in for, if the index turns out not to know it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FuzzyWord {
+    /// The word, lowercased.
+    pub word: String,
+    /// Its stems (the forms the index would hold).
+    pub stems: Vec<String>,
+}
+
+/// The shortest word typo tolerance considers, in characters (edit distance 1 up to 7, 2 from 8).
+pub const FUZZY_MIN_CHARS: usize = 4;
+
+/// A query analyzed into weighted terms, plus what typo tolerance may look at.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct QueryAnalysis {
+    /// Distinct terms: literal ones first in query order, then translations, then expansions.
+    pub terms: Vec<QueryTerm>,
+    /// Words eligible for typo tolerance, in query order, distinct: alphabetic, at least
+    /// [`FUZZY_MIN_CHARS`] characters, not a stop word, not translated by the lexicon.
+    pub fuzzy: Vec<FuzzyWord>,
+    /// Languages the lexicon recognized in the query.
+    pub languages: Langs,
+    /// Words of the query that are not stop words (of English or of a recognized language).
+    pub content_words: usize,
+}
+
+impl QueryAnalysis {
+    /// Adds `term` unless it is already there at least as strongly; a weaker occurrence is
+    /// upgraded in place.
+    pub fn add(&mut self, term: &str, kind: TermKind, weight: f32) {
+        if let Some(existing) = self.terms.iter_mut().find(|t| t.term == term) {
+            if (kind, weight) > (existing.kind, existing.weight) && kind >= existing.kind {
+                existing.kind = kind;
+                existing.weight = weight;
+            }
+            return;
+        }
+        self.terms.push(QueryTerm {
+            term: term.to_string(),
+            weight,
+            kind,
+        });
+    }
+}
+
+/// Query-side switches (the index is the same either way).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AnalyzerOptions {
+    /// Translate Chinese, German, French and Indonesian words through the lexicon.
+    pub multilingual: bool,
+}
+
+impl Default for AnalyzerOptions {
+    fn default() -> Self {
+        AnalyzerOptions { multilingual: true }
     }
 }
 
@@ -478,48 +626,309 @@ fn expansion_table() -> &'static ExpansionTable {
 }
 
 /// Analyzes a query into distinct weighted terms, literal terms first in query order, then
-/// expansion-only terms. Empty when the query has no usable term.
+/// translations, then expansion-only terms. Empty when the query has no usable
+/// term.
+#[cfg(test)]
 pub fn query_terms(query: &str) -> Vec<QueryTerm> {
-    let mut scratch = WordScratch::default();
+    analyze_query(query, AnalyzerOptions::default()).terms
+}
+
+/// One raw word of a query (split on non-word characters) and what the lexicon found for it.
+struct RawWord<'a> {
+    raw: &'a str,
+    lower: String,
+    /// Lexicon entries for this word (or for the phrase it starts).
+    entries: Vec<u32>,
+    /// Part of a multi-word key started by an earlier word.
+    in_phrase: bool,
+    /// The index knows the word: it is taken for English, and its entries count as ambiguous.
+    known: bool,
+}
+
+/// Analyzes a query: literal terms, lexicon translations, intent expansion
+/// and the words typo tolerance may look at. Without an index every word counts as
+/// unknown (see [`analyze_query_in`]).
+#[cfg(test)]
+pub fn analyze_query(query: &str, options: AnalyzerOptions) -> QueryAnalysis {
+    analyze_query_in(query, options, &|_| false)
+}
+
+/// [`analyze_query`] against an index: `known(stem)` says whether the index holds a term. A
+/// word the index knows is matched against the lexicon only as written (a German or French
+/// *stem* equal to an English word — `find`, `plan`, `send` — must not turn English into
+/// German); an unknown word is also matched by its stems and, in German, as a compound.
+pub fn analyze_query_in(
+    query: &str,
+    options: AnalyzerOptions,
+    known: &dyn Fn(&str) -> bool,
+) -> QueryAnalysis {
+    let lexicon = lexicon();
+    let mut raws: Vec<RawWord<'_>> = query
+        .split(|c: char| !is_word_char(c))
+        .filter(|w| !w.is_empty())
+        .map(|raw| {
+            let mut lower = String::new();
+            lowercase_into(raw, &mut lower);
+            RawWord {
+                raw,
+                lower,
+                entries: Vec::new(),
+                in_phrase: false,
+                known: false,
+            }
+        })
+        .collect();
+    if options.multilingual {
+        find_lexicon_entries(lexicon, &mut raws, known);
+    }
+    // Languages shown by unambiguous content words.
+    // A language counts as the query's when its unambiguous content words (unknown to the
+    // index) make up at least a third of the query's content words: one false friend in a long
+    // English request ("statutes" → statut) does not make it French.
+    let mut languages = Langs::default();
+    let content = raws.iter().filter(|w| !is_stop_word(&w.lower)).count();
+    for lang in [Lang::Zh, Lang::De, Lang::Fr, Lang::Id] {
+        let shown = raws
+            .iter()
+            .filter(|w| !w.known)
+            .filter(|w| {
+                w.entries
+                    .iter()
+                    .filter_map(|&id| lexicon.entry(id))
+                    .any(|e| e.lang == lang && !e.is_stop() && !e.ambiguous)
+            })
+            .count();
+        if shown > 0 && shown * 3 >= content {
+            languages.insert(lang);
+        }
+    }
+    let usable = |word: &RawWord<'_>, id: &u32| {
+        lexicon.entry(*id).is_some_and(|e| {
+            !e.is_stop() && ((!e.ambiguous && !word.known) || languages.contains(e.lang))
+        })
+    };
+
+    let mut analysis = QueryAnalysis {
+        languages,
+        ..QueryAnalysis::default()
+    };
+    let mut scratch = WordScratch {
+        segment_han: true,
+        ..WordScratch::default()
+    };
     let mut buffer = String::new();
-    let mut terms: Vec<QueryTerm> = Vec::new();
     let table = expansion_table();
     let mut fired = 0u16;
     let mut seen: std::collections::HashMap<u64, Vec<usize>> = std::collections::HashMap::new();
-    for_each_word(query, &mut scratch, |word| {
-        if is_stop_word(word) || word.len() > MAX_TOKEN_BYTES {
-            return;
+    let mut demoted: Vec<String> = Vec::new();
+    for (position, word) in raws.iter().enumerate() {
+        // A capitalized word after the first is most likely a name (Paris, Lakers): typo
+        // tolerance leaves it alone.
+        let name_like = position > 0 && word.raw.chars().next().is_some_and(char::is_uppercase);
+        // A function word of a language the query is in says nothing.
+        let function_word = word.entries.iter().any(|&id| {
+            lexicon
+                .entry(id)
+                .is_some_and(|e| e.is_stop() && languages.contains(e.lang))
+        });
+        if function_word {
+            continue;
         }
-        if let Some(groups) = table.triggers.get(normalize_trigger(word).as_ref()) {
-            fired |= groups;
+        if !is_stop_word(&word.lower) {
+            analysis.content_words += 1;
         }
-        for_each_stem_in(word, &mut buffer, |term| {
-            // Distinct terms, found by hash: long queries have many terms.
-            let key = xxhash_rust::xxh3::xxh3_64(term.as_bytes());
-            let slot = seen.entry(key).or_default();
-            if !slot.iter().any(|&i| terms[i].term == term) {
-                slot.push(terms.len());
-                terms.push(QueryTerm {
-                    term: term.to_string(),
-                    weight: 1.0,
+        let translated = word.in_phrase || word.entries.iter().any(|id| usable(word, id));
+        // A foreign word (translated, not spelled like its English sense): its own stems are
+        // no English literal terms ("alle" → all), so they count as translations (tier 1) and
+        // can never lift a document above one matching the query's real English words.
+        let has_han = !word.raw.is_ascii() && word.raw.chars().any(is_han);
+        let foreign = !has_han
+            && word
+                .entries
+                .iter()
+                .any(|id| usable(word, id) && lexicon.entry(*id).is_some_and(|e| !e.identity));
+        // Never typo-correct a function word of any lexicon language ("bitte" is no "bite").
+        let any_function_word = word
+            .entries
+            .iter()
+            .any(|&id| lexicon.entry(id).is_some_and(Entry::is_stop));
+        let terms = &mut analysis.terms;
+        let fuzzy = &mut analysis.fuzzy;
+        for_each_word(word.raw, &mut scratch, |w| {
+            if is_stop_word(w) || w.len() > MAX_TOKEN_BYTES || is_chinese_function_word(w) {
+                return;
+            }
+            if let Some(groups) = table.triggers.get(normalize_trigger(w).as_ref()) {
+                fired |= groups;
+            }
+            let mut stems: Vec<String> = Vec::new();
+            for_each_stem_in(w, &mut buffer, |term| {
+                stems.push(term.to_string());
+                if foreign {
+                    demoted.push(term.to_string());
+                    return;
+                }
+                // Distinct terms, found by hash: long queries have many terms.
+                let key = xxhash_rust::xxh3::xxh3_64(term.as_bytes());
+                let slot = seen.entry(key).or_default();
+                if !slot.iter().any(|&i| terms[i].term == term) {
+                    slot.push(terms.len());
+                    terms.push(QueryTerm {
+                        term: term.to_string(),
+                        weight: 1.0,
+                        kind: TermKind::Literal,
+                    });
+                }
+            });
+            if !translated
+                && !name_like
+                && w.chars().all(char::is_alphabetic)
+                && !w.chars().any(is_han)
+                && char_len(w) >= FUZZY_MIN_CHARS
+                && !any_function_word
+                && !fuzzy.iter().any(|f: &FuzzyWord| f.word == w)
+            {
+                fuzzy.push(FuzzyWord {
+                    word: w.to_string(),
+                    stems,
                 });
             }
         });
-    });
+    }
+    for term in &demoted {
+        analysis.add(term, TermKind::Translation, TRANSLATION_WEIGHT);
+    }
+    // Translations, in query order; their English words may fire expansion triggers too. The
+    // main sense weighs TRANSLATION_WEIGHT, further senses half of it (an entry's synonyms
+    // must not add up to more than its main sense).
+    let mut english = String::new();
+    for word in &raws {
+        for entry in word
+            .entries
+            .iter()
+            .filter(|id| usable(word, id))
+            .filter_map(|&id| lexicon.entry(id))
+        {
+            for (sense, target) in entry.english.iter().enumerate() {
+                if let Some(groups) = table.triggers.get(normalize_trigger(target).as_ref()) {
+                    fired |= groups;
+                }
+                let weight = if sense == 0 {
+                    TRANSLATION_WEIGHT
+                } else {
+                    TRANSLATION_WEIGHT / 2.0
+                };
+                english.clear();
+                english.push_str(target);
+                for_each_term(&english, &mut scratch, |term| {
+                    analysis.add(term, TermKind::Translation, weight);
+                });
+            }
+        }
+    }
     for (group, additions) in table.additions.iter().enumerate() {
         if fired & (1 << group) == 0 {
             continue;
         }
         for term in additions {
-            if !terms.iter().any(|t| t.term == *term) {
-                terms.push(QueryTerm {
+            if !analysis.terms.iter().any(|t| t.term == *term) {
+                analysis.terms.push(QueryTerm {
                     term: term.clone(),
                     weight: EXPANSION_WEIGHT,
+                    kind: TermKind::Expansion,
                 });
             }
         }
     }
-    terms
+    analysis
+}
+
+/// Whether `word` is a Chinese function word of the lexicon (的, 了, 我, 请 …): dropped
+/// from queries, so that it never earns a literal match in a catalog with Chinese text.
+fn is_chinese_function_word(word: &str) -> bool {
+    if word.is_ascii() || !word.chars().all(is_han) {
+        return false;
+    }
+    let lexicon = lexicon();
+    let ids = lexicon.chinese_key(word);
+    !ids.is_empty()
+        && ids
+            .iter()
+            .filter_map(|&id| lexicon.entry(id))
+            .all(Entry::is_stop)
+}
+
+/// Fills each raw word's lexicon entries: Chinese runs by longest match, then multi-word keys
+/// (longest first), then single words, then German compounds.
+fn find_lexicon_entries(lexicon: &Lexicon, raws: &mut [RawWord<'_>], known: &dyn Fn(&str) -> bool) {
+    let mut folded = String::new();
+    let mut stem_buffer = String::new();
+    let mut i = 0;
+    while i < raws.len() {
+        if !raws[i].raw.is_ascii() && raws[i].raw.chars().any(is_han) {
+            let mut found = Vec::new();
+            let lower = raws[i].lower.clone();
+            for run in lower.split(|c: char| !is_han(c)).filter(|r| !r.is_empty()) {
+                lexicon.chinese(run, |ids| found.extend_from_slice(ids));
+            }
+            raws[i].entries = found;
+            i += 1;
+            continue;
+        }
+        let mut matched = 0;
+        let longest = if lexicon.starts_phrase(&raws[i].lower, &mut folded) {
+            MAX_PHRASE_WORDS.min(raws.len() - i)
+        } else {
+            0
+        };
+        for len in (2..=longest).rev() {
+            let words: Vec<&str> = raws[i..i + len].iter().map(|w| w.lower.as_str()).collect();
+            let ids = lexicon.phrase(&words);
+            if !ids.is_empty() {
+                raws[i].entries = ids.to_vec();
+                for follower in &mut raws[i + 1..i + len] {
+                    follower.in_phrase = true;
+                }
+                matched = len;
+                break;
+            }
+        }
+        if matched > 0 {
+            i += matched;
+            continue;
+        }
+        let lower = std::mem::take(&mut raws[i].lower);
+        if lower.chars().any(char::is_alphabetic) && !is_stop_word(&lower) {
+            let mut ids = Vec::new();
+            lexicon.word(&lower, false, &mut folded, &mut ids);
+            // Whether the index knows the word matters only where the lexicon may say
+            // something: an exact key, or a stem or compound that could be one.
+            let may_stem = lower.chars().count() >= 4 && lexicon.may_stem_match(&folded);
+            if !ids.is_empty() || may_stem || lower.len() >= 7 {
+                let mut unknown = true;
+                for_each_stem_in(&lower, &mut stem_buffer, |stem| unknown &= !known(stem));
+                raws[i].known = !unknown;
+                if unknown && ids.is_empty() {
+                    if may_stem {
+                        lexicon.word(&lower, true, &mut folded, &mut ids);
+                    }
+                    if ids.is_empty() {
+                        lexicon.german_compound(&lower, &mut ids);
+                    }
+                }
+            }
+            raws[i].entries = ids;
+        } else if is_stop_word(&lower) {
+            // English stop words are dropped anyway; still note foreign function words so the
+            // same word is not looked up as content.
+            let mut ids = Vec::new();
+            lexicon.word(&lower, false, &mut folded, &mut ids);
+            ids.retain(|&id| lexicon.entry(id).is_some_and(Entry::is_stop));
+            raws[i].entries = ids;
+        }
+        raws[i].lower = lower;
+        i += 1;
+    }
 }
 
 /// The analyzer as a tantivy tokenizer (steps 1–4), registered under [`ANALYZER_NAME`].

@@ -8,8 +8,18 @@
 //!
 //! Scoring is term-at-a-time over tantivy's postings with its BM25 weights (k1 1.2, b 0.75,
 //! idf `ln(1 + (N - n + 0.5)/(n + 0.5))`), each distinct query term once, multiplied by the
-//! term's weight (1 literal, 0.35 expansion). Doing it term-at-a-time tells us which documents
-//! matched a literal term, which ranks first, in one pass.
+//! term's weight (1 literal, 0.7 translation, 0.6/0.45 fuzzy, 0.35 expansion). Doing it
+//! term-at-a-time tells us, in one pass, the best tier each document reached: 2 for a
+//! literal term, 1 for a term standing in for a typed word (its lexicon translation or its
+//! correct spelling), 0 for expansion only.
+//!
+//! Typo tolerance: a query word none of whose stems is in the index (and only such a word —
+//! a correctly spelled indexed word is never fuzzed, so its ranking cannot change) gets up to
+//! [`MAX_FUZZY_CANDIDATES`] terms of the index's own term dictionary within edit distance 1
+//! (words of 4–7 letters) or 2 (8 and more; a transposition counts once), found by tantivy's
+//! Levenshtein automaton intersected with the term dictionary's FST (no scan), preferring the
+//! smallest distance, then the most frequent term. At most [`MAX_FUZZY_WORDS`] words per query.
+//! Distance 2 is tried only when 1 finds nothing, and keeps the word's first letter.
 
 use std::cell::RefCell;
 use std::collections::{HashMap, VecDeque};
@@ -18,10 +28,14 @@ use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
+use tantivy::query::FuzzyTermQuery;
 use tantivy::schema::{FAST, Field, IndexRecordOption, Schema, TextFieldIndexing, TextOptions};
 use tantivy::{Index, IndexReader, Searcher, TantivyDocument, Term};
 
-use super::analyzer::{ANALYZER_NAME, QueryTerm, ToolTokenizer, query_terms};
+use super::analyzer::{
+    ANALYZER_NAME, AnalyzerOptions, FUZZY_WEIGHT, FuzzyWord, QueryAnalysis, QueryTerm, TermKind,
+    ToolTokenizer, analyze_query_in,
+};
 use super::hit::{Hints, Hit};
 use crate::catalog::{Descriptor, Fingerprint};
 use crate::policy::Authorized;
@@ -34,6 +48,35 @@ pub const PARAM_DEPTH: usize = 4;
 
 /// Positions fit in 31 bits of a ranking key (catalogs are far smaller than 2^31 tools).
 const POSITION_MASK: u32 = 0x7FFF_FFFF;
+
+/// Most query words typo tolerance looks up, per query.
+pub const MAX_FUZZY_WORDS: usize = 4;
+/// Typo tolerance looks at queries of at most this many content words: in a longer request a
+/// misspelled word is one of many, and the candidates of its unknown words (names, codes,
+/// jargon) cost more ranking quality and latency than they find (measured on the dev sets).
+pub const MAX_FUZZY_QUERY_WORDS: usize = 8;
+/// Most fuzzy candidates kept per word.
+pub const MAX_FUZZY_CANDIDATES: usize = 3;
+/// Shortest fuzzy candidate, in characters.
+const MIN_CANDIDATE_CHARS: usize = 3;
+
+/// Query-side switches of the ranker; the index is the same for every setting.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SearchSettings {
+    /// Fuzzy candidates for query words the index does not know.
+    pub typo_tolerance: bool,
+    /// Chinese, German, French and Indonesian words translated through the capability lexicon.
+    pub multilingual: bool,
+}
+
+impl Default for SearchSettings {
+    fn default() -> Self {
+        SearchSettings {
+            typo_tolerance: true,
+            multilingual: true,
+        }
+    }
+}
 
 /// How long building took and what went in (for telemetry and benches).
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -57,6 +100,8 @@ pub struct RankedHit {
     pub exact: bool,
     /// Whether at least one literal (unexpanded) query term matched.
     pub literal: bool,
+    /// The best tier reached: 2 literal, 1 translation or fuzzy, 0 expansion only.
+    pub tier: u8,
 }
 
 struct SegmentMap {
@@ -106,7 +151,8 @@ thread_local! {
 #[derive(Default)]
 struct Scratch {
     scores: Vec<f32>,
-    literal: Vec<bool>,
+    /// Best tier + 1 per position (0 = untouched).
+    tier: Vec<u8>,
     touched: Vec<u32>,
     keys: Vec<u64>,
 }
@@ -115,6 +161,9 @@ impl SearchIndex {
     /// Builds the index of `view`: only allowed tools go in.
     pub fn build(view: &Authorized) -> Result<SearchIndex, BuildError> {
         let started = Instant::now();
+        // Query-side data is parsed once per process; do it here rather than in a search.
+        super::lexicon::lexicon();
+        super::segment::warm();
         let mut schema = Schema::builder();
         let body = schema.add_text_field(
             "body",
@@ -234,8 +283,35 @@ impl SearchIndex {
             .unwrap_or(&[])
     }
 
-    /// Ranks the allowed tools for `query` and returns at most `limit` of them.
+    /// Ranks the allowed tools for `query` and returns at most `limit` of them, with
+    /// the default settings (typo tolerance and the lexicon on).
     pub fn rank(&self, query: &str, limit: usize) -> Vec<RankedHit> {
+        self.rank_with(query, limit, &SearchSettings::default())
+    }
+
+    /// The analyzed query as this index would score it: literal, translation and expansion
+    /// terms, plus fuzzy candidates for words the index does not know (when enabled).
+    pub fn query_analysis(&self, query: &str, settings: &SearchSettings) -> QueryAnalysis {
+        let mut analysis = analyze_query_in(
+            query.trim(),
+            AnalyzerOptions {
+                multilingual: settings.multilingual,
+            },
+            &|term| self.doc_freq(term) > 0,
+        );
+        if settings.typo_tolerance {
+            self.add_fuzzy_candidates(&mut analysis);
+        }
+        analysis
+    }
+
+    /// [`SearchIndex::rank`] with explicit settings.
+    pub fn rank_with(
+        &self,
+        query: &str,
+        limit: usize,
+        settings: &SearchSettings,
+    ) -> Vec<RankedHit> {
         if limit == 0 {
             return Vec::new();
         }
@@ -248,6 +324,7 @@ impl SearchIndex {
                 score: 0.0,
                 exact: true,
                 literal: false,
+                tier: 0,
             });
         } else {
             for &position in self.folded_matches(trimmed).iter().take(limit) {
@@ -256,10 +333,11 @@ impl SearchIndex {
                     score: 0.0,
                     exact: true,
                     literal: false,
+                    tier: 0,
                 });
             }
         }
-        let terms = query_terms(trimmed);
+        let terms = self.query_analysis(trimmed, settings).terms;
         if terms.is_empty() {
             return out;
         }
@@ -269,13 +347,13 @@ impl SearchIndex {
             self.accumulate(&terms, &mut scratch);
             let Scratch {
                 scores,
-                literal,
+                tier,
                 touched,
                 keys,
             } = &mut *scratch;
-            // One sortable key per candidate, larger is better: literal match (bit 63), then
-            // the score's bits (monotonic for positive floats), then the inverted position so
-            // that the smaller id wins ties.
+            // One sortable key per candidate, larger is better: the tier (bits 62–63), then
+            // the score's bits (monotonic for positive floats, sign bit always 0: bits 31–61),
+            // then the inverted position so that the smaller id wins ties.
             let exact = &out[..exact_count];
             keys.clear();
             keys.extend(
@@ -285,14 +363,14 @@ impl SearchIndex {
                         scores[p as usize] > 0.0 && !exact.iter().any(|e| e.position == p)
                     })
                     .map(|&p| {
-                        (u64::from(literal[p as usize]) << 63)
-                            | (u64::from(scores[p as usize].to_bits()) << 31)
+                        (u64::from(tier[p as usize].saturating_sub(1) & 3) << 62)
+                            | (u64::from(scores[p as usize].to_bits() & 0x7FFF_FFFF) << 31)
                             | u64::from(POSITION_MASK - (p & POSITION_MASK))
                     }),
             );
             for &position in touched.iter() {
                 scores[position as usize] = 0.0;
-                literal[position as usize] = false;
+                tier[position as usize] = 0;
             }
             touched.clear();
             let wanted = limit.saturating_sub(exact_count);
@@ -303,9 +381,10 @@ impl SearchIndex {
             keys.sort_unstable_by(|a, b| b.cmp(a));
             let candidates = keys.iter().map(|&key| RankedHit {
                 position: POSITION_MASK - (key as u32 & POSITION_MASK),
-                score: f32::from_bits((key >> 31) as u32),
+                score: f32::from_bits(((key >> 31) as u32) & 0x7FFF_FFFF),
                 exact: false,
-                literal: key >> 63 == 1,
+                literal: key >> 62 == 2,
+                tier: (key >> 62) as u8,
             });
             out.extend(candidates);
         });
@@ -320,7 +399,7 @@ impl SearchIndex {
         }
         if scratch.scores.len() < documents {
             scratch.scores.resize(documents, 0.0);
-            scratch.literal.resize(documents, false);
+            scratch.tier.resize(documents, 0);
         }
         let mut infos: Vec<Option<tantivy::postings::TermInfo>> =
             Vec::with_capacity(self.segments.len());
@@ -338,7 +417,8 @@ impl SearchIndex {
             }
             // BM25 with the term's query weight folded into the idf factor.
             let weight = idf(doc_freq, documents as u64) * (1.0 + BM25_K1) * term.weight;
-            let literal = term.is_literal();
+            // Stored as tier + 1 so that 0 means "not touched yet".
+            let tier = term.kind.tier() + 1;
             for (segment, info) in self.segments.iter().zip(&infos) {
                 let Some(info) = info else { continue };
                 // Whole blocks of 128 decoded documents and frequencies at a time.
@@ -364,13 +444,119 @@ impl SearchIndex {
                         let tf = tf as f32;
                         let norm =
                             self.length_norm[usize::from(segment.fieldnorms.fieldnorm_id(doc))];
-                        if scratch.scores[slot] == 0.0 && !scratch.literal[slot] {
+                        if scratch.tier[slot] == 0 {
                             scratch.touched.push(position);
                         }
                         scratch.scores[slot] += weight * tf / (tf + norm);
-                        scratch.literal[slot] |= literal;
+                        scratch.tier[slot] = scratch.tier[slot].max(tier);
                     }
                     block.advance();
+                }
+            }
+        }
+    }
+
+    /// Documents containing `term`, over all segments.
+    fn doc_freq(&self, term: &str) -> u64 {
+        let key = Term::from_field_text(self.body, term);
+        self.segments
+            .iter()
+            .filter_map(|s| s.inverted.get_term_info(&key).ok().flatten())
+            .map(|info| u64::from(info.doc_freq))
+            .sum()
+    }
+
+    /// Adds fuzzy candidates for the analysis's eligible words that the index does not know.
+    fn add_fuzzy_candidates(&self, analysis: &mut QueryAnalysis) {
+        if analysis.fuzzy.is_empty() || analysis.content_words > MAX_FUZZY_QUERY_WORDS {
+            return;
+        }
+        let words = std::mem::take(&mut analysis.fuzzy);
+        let mut looked_up = 0;
+        let mut candidates: Vec<(usize, u64, String)> = Vec::new();
+        for word in &words {
+            if looked_up == MAX_FUZZY_WORDS {
+                break;
+            }
+            if word.stems.iter().any(|stem| self.doc_freq(stem) > 0) {
+                continue;
+            }
+            looked_up += 1;
+            candidates.clear();
+            self.fuzzy_candidates(word, &mut candidates);
+            for (distance, _, term) in &candidates {
+                let weight = FUZZY_WEIGHT[(*distance).clamp(1, 2) - 1];
+                analysis.add(term, TermKind::Fuzzy, weight);
+            }
+        }
+        analysis.fuzzy = words;
+    }
+
+    /// The best few index terms within the word's edit distance: (distance, doc freq, term).
+    fn fuzzy_candidates(&self, word: &FuzzyWord, out: &mut Vec<(usize, u64, String)>) {
+        let letters = word.word.chars().count();
+        let allowed: u8 = if letters >= 8 { 2 } else { 1 };
+        // The index holds stems: fuzz those (the light stemmer leaves most misspellings whole,
+        // and strips a suffix the same way from a misspelled and a correct word) and, for long
+        // words, the word itself ("calender" is one edit from "calendar", its stem two).
+        // Distance 1 first; 2 only when 1 finds nothing (the distance-2 automaton visits far
+        // more of the dictionary).
+        let mut forms: Vec<&str> = word.stems.iter().map(String::as_str).collect();
+        if allowed == 2 && !forms.contains(&word.word.as_str()) {
+            forms.push(&word.word);
+        }
+        for distance in 1..=allowed {
+            self.fuzzy_pass(&forms, distance, out);
+            if !out.is_empty() {
+                break;
+            }
+        }
+        // Smallest distance first, then the most frequent term, then the term itself.
+        out.sort_by(|a, b| a.0.cmp(&b.0).then(b.1.cmp(&a.1)).then(a.2.cmp(&b.2)));
+        out.truncate(MAX_FUZZY_CANDIDATES);
+    }
+
+    /// Index terms within `max_distance` of any of `forms`, merged into `out`.
+    fn fuzzy_pass(&self, forms: &[&str], max_distance: u8, out: &mut Vec<(usize, u64, String)>) {
+        for &form in forms {
+            let query =
+                FuzzyTermQuery::new(Term::from_field_text(self.body, form), max_distance, true);
+            for segment in &self.segments {
+                let Ok(automaton) = query.automaton() else {
+                    return;
+                };
+                // The distance-2 pass keeps the first letter (its automaton would otherwise
+                // walk most of the dictionary for every unknown long word, names included).
+                let builder = segment.inverted.terms().search(automaton);
+                let first = form.chars().next().unwrap_or('a');
+                let builder = match (max_distance, char::from_u32(first as u32 + 1)) {
+                    (2, Some(next)) => builder
+                        .ge(first.encode_utf8(&mut [0; 4]).as_bytes())
+                        .lt(next.encode_utf8(&mut [0; 4]).as_bytes()),
+                    _ => builder,
+                };
+                let Ok(mut stream) = builder.into_stream() else {
+                    continue;
+                };
+                while stream.advance() {
+                    let Ok(term) = std::str::from_utf8(stream.key()) else {
+                        continue;
+                    };
+                    if term.chars().count() < MIN_CANDIDATE_CHARS {
+                        continue;
+                    }
+                    let distance = strsim::osa_distance(form, term);
+                    if distance == 0 || distance > usize::from(max_distance) {
+                        continue;
+                    }
+                    let doc_freq = u64::from(stream.value().doc_freq);
+                    match out.iter_mut().find(|(_, _, t)| t == term) {
+                        Some(existing) => {
+                            existing.0 = existing.0.min(distance);
+                            existing.1 += doc_freq;
+                        }
+                        None => out.push((distance, doc_freq, term.to_string())),
+                    }
                 }
             }
         }
@@ -543,5 +729,85 @@ impl IndexCache {
         self.builds.fetch_add(1, Ordering::Relaxed);
         *built = Some(index.clone());
         Ok(index)
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use proptest::prelude::*;
+
+    use super::*;
+    use crate::catalog::{CatalogSnapshot, Descriptor, Source};
+    use crate::policy::Policy;
+
+    /// Lowercase words of 3–9 letters: short enough to collide at edit distance 1 or 2.
+    fn word() -> impl Strategy<Value = String> {
+        "[a-z]{3,9}"
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(64))]
+
+        /// Typo tolerance never touches a query made only of correctly spelled indexed words:
+        /// the ranking is exactly the same with it on and off.
+        #[test]
+        fn indexed_words_rank_the_same_with_typo_tolerance_on_and_off(
+            docs in prop::collection::vec(prop::collection::vec(word(), 1..8), 2..24),
+            picks in prop::collection::vec(any::<prop::sample::Index>(), 1..6),
+        ) {
+            let tools: Vec<Descriptor> = docs
+                .iter()
+                .enumerate()
+                .map(|(i, words)| {
+                    Descriptor::new(Source::Plugin, "p", &format!("tool{i}"))
+                        .description(words.join(" "))
+                })
+                .collect();
+            let view = Authorized::new(CatalogSnapshot::build(tools), Policy::allow_all());
+            let index = SearchIndex::build(&view).unwrap();
+            let vocabulary: Vec<&String> = docs.iter().flatten().collect();
+            let query: Vec<&str> = picks
+                .iter()
+                .map(|p| vocabulary[p.index(vocabulary.len())].as_str())
+                .collect();
+            let query = query.join(" ");
+            let on = SearchSettings { typo_tolerance: true, ..SearchSettings::default() };
+            let off = SearchSettings { typo_tolerance: false, ..SearchSettings::default() };
+            prop_assert_eq!(index.rank_with(&query, 20, &on), index.rank_with(&query, 20, &off));
+        }
+    }
+
+    #[test]
+    fn an_unknown_word_gets_fuzzy_candidates_below_literal_terms() {
+        let tools = vec![
+            Descriptor::new(Source::Plugin, "p", "create_issue").description("Create an issue"),
+            Descriptor::new(Source::Plugin, "p", "create_page").description("Create a page"),
+        ];
+        let view = Authorized::new(CatalogSnapshot::build(tools), Policy::allow_all());
+        let index = SearchIndex::build(&view).unwrap();
+        let analysis = index.query_analysis("create isue", &SearchSettings::default());
+        let fuzzy: Vec<&QueryTerm> = analysis
+            .terms
+            .iter()
+            .filter(|t| t.kind == TermKind::Fuzzy)
+            .collect();
+        assert_eq!(fuzzy.len(), 1, "{:?}", analysis.terms);
+        assert_eq!(fuzzy[0].term, "issu");
+        assert!(fuzzy[0].weight < 1.0);
+        let ranked = index.rank("create isue", 5);
+        assert_eq!(index.tool(ranked[0].position).unwrap().name, "create_issue");
+        // Off: the unknown word adds nothing.
+        let off = SearchSettings {
+            typo_tolerance: false,
+            ..SearchSettings::default()
+        };
+        assert!(
+            index
+                .query_analysis("create isue", &off)
+                .terms
+                .iter()
+                .all(|t| t.kind != TermKind::Fuzzy)
+        );
     }
 }

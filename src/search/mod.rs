@@ -21,10 +21,12 @@ pub mod analyzer;
 pub mod batch;
 mod hit;
 mod index;
+pub mod lexicon;
 pub mod lookup;
+mod segment;
 
 pub use hit::{Hit, compact_text};
-pub use index::{BuildError, IndexCache, IndexStats, RankedHit, SearchIndex};
+pub use index::{BuildError, IndexCache, IndexStats, RankedHit, SearchIndex, SearchSettings};
 
 use serde_json::Value;
 

@@ -107,6 +107,10 @@ fn eval_json_has_exactly_the_metric_keys() {
     assert_eq!(
         keys,
         [
+            "hit@1",
+            "hit@10",
+            "hit@5",
+            "latency_us",
             "mrr",
             "ndcg@10",
             "queries",
