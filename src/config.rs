@@ -402,15 +402,21 @@ impl Config {
         path: &std::path::Path,
         profile: Option<Profile>,
     ) -> Result<Config, ConfigError> {
-        let text = std::fs::read_to_string(path).map_err(|e| ConfigError::File {
-            path: path.display().to_string(),
-            message: e.to_string(),
-        })?;
+        let text =
+            input::read_text(path, input::MAX_CONFIG_BYTES, "config").map_err(|message| {
+                ConfigError::File {
+                    path: path.display().to_string(),
+                    message,
+                }
+            })?;
         Config::parse(&text, profile)
     }
 
     /// Parses JSON5 text; `profile` (e.g. from `--profile`) overrides the text's.
     pub fn parse(text: &str, profile: Option<Profile>) -> Result<Config, ConfigError> {
+        input::check_depth(text, input::MAX_DOCUMENT_DEPTH).map_err(ConfigError::Syntax)?;
+        json5::from_str::<input::NoDuplicateKeys>(text)
+            .map_err(|e| ConfigError::Syntax(e.to_string()))?;
         let value: Value = json5::from_str(text).map_err(|e| ConfigError::Syntax(e.to_string()))?;
         Config::from_value(&value, profile)
     }
@@ -907,5 +913,183 @@ impl Raw {
         }
         config.warnings = warnings;
         config
+    }
+}
+
+/// Bounds on the files the product reads (configs, policies, catalogs, query files, cell
+/// sources) and on the nesting of the JSON and JSON5 documents in them, with the checks that
+/// apply them. Every error names the bound and the input.
+pub mod input {
+    use std::collections::HashSet;
+    use std::fmt;
+    use std::io::Read;
+    use std::path::Path;
+
+    use serde::de::{self, Deserialize, Deserializer, MapAccess, SeqAccess, Visitor};
+
+    /// A config file, at most.
+    pub const MAX_CONFIG_BYTES: u64 = 1024 * 1024;
+    /// A policy file, at most.
+    pub const MAX_POLICY_BYTES: u64 = 1024 * 1024;
+    /// A catalog file, at most.
+    pub const MAX_CATALOG_BYTES: u64 = 256 * 1024 * 1024;
+    /// A query file (eval), at most.
+    pub const MAX_QUERY_FILE_BYTES: u64 = 64 * 1024 * 1024;
+    /// Nesting of arrays and objects in a config or policy document, at most.
+    pub const MAX_DOCUMENT_DEPTH: usize = 64;
+
+    /// Reads at most `limit` bytes of `path` (a file that never ends — `/dev/zero`, a FIFO —
+    /// stops at the bound). `what` names the input in the error ("config", "catalog"…).
+    pub fn read_bounded(path: &Path, limit: u64, what: &str) -> Result<Vec<u8>, String> {
+        let file = std::fs::File::open(path)
+            .map_err(|e| format!("cannot read {what} {}: {e}", path.display()))?;
+        let mut bytes = Vec::new();
+        file.take(limit + 1)
+            .read_to_end(&mut bytes)
+            .map_err(|e| format!("cannot read {what} {}: {e}", path.display()))?;
+        if bytes.len() as u64 > limit {
+            return Err(format!(
+                "{what} {} is larger than the limit of {limit} bytes",
+                path.display()
+            ));
+        }
+        Ok(bytes)
+    }
+
+    /// [`read_bounded`] as UTF-8 text.
+    pub fn read_text(path: &Path, limit: u64, what: &str) -> Result<String, String> {
+        let bytes = read_bounded(path, limit, what)?;
+        String::from_utf8(bytes).map_err(|e| {
+            format!(
+                "{what} {} is not UTF-8 (at byte {})",
+                path.display(),
+                e.utf8_error().valid_up_to()
+            )
+        })
+    }
+
+    /// Checks that `text` (JSON or JSON5) nests arrays and objects at most `limit` deep,
+    /// before a recursive parser sees it. Brackets inside strings and comments do not count.
+    pub fn check_depth(text: &str, limit: usize) -> Result<(), String> {
+        let bytes = text.as_bytes();
+        let (mut depth, mut i) = (0usize, 0usize);
+        while i < bytes.len() {
+            match bytes[i] {
+                quote @ (b'"' | b'\'') => {
+                    i += 1;
+                    while i < bytes.len() && bytes[i] != quote {
+                        i += if bytes[i] == b'\\' { 2 } else { 1 };
+                    }
+                }
+                b'/' if bytes.get(i + 1) == Some(&b'/') => {
+                    while i < bytes.len() && bytes[i] != b'\n' {
+                        i += 1;
+                    }
+                }
+                b'/' if bytes.get(i + 1) == Some(&b'*') => {
+                    i += 2;
+                    while i + 1 < bytes.len() && !(bytes[i] == b'*' && bytes[i + 1] == b'/') {
+                        i += 1;
+                    }
+                    i += 1;
+                }
+                b'[' | b'{' => {
+                    depth += 1;
+                    if depth > limit {
+                        return Err(format!(
+                            "nested deeper than the limit of {limit} levels of arrays and objects"
+                        ));
+                    }
+                }
+                b']' | b'}' => depth = depth.saturating_sub(1),
+                _ => {}
+            }
+            i += 1;
+        }
+        Ok(())
+    }
+
+    /// A document walked only to reject duplicate object keys ("last one wins" is never
+    /// accepted: in a policy it could silently drop a `deny`).
+    pub struct NoDuplicateKeys;
+
+    impl<'de> Deserialize<'de> for NoDuplicateKeys {
+        fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+            deserializer.deserialize_any(Walk {
+                path: String::new(),
+            })?;
+            Ok(NoDuplicateKeys)
+        }
+    }
+
+    struct Walk {
+        path: String,
+    }
+
+    impl<'de> de::DeserializeSeed<'de> for Walk {
+        type Value = ();
+        fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<(), D::Error> {
+            deserializer.deserialize_any(self)
+        }
+    }
+
+    impl<'de> Visitor<'de> for Walk {
+        type Value = ();
+        fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+            f.write_str("a JSON value")
+        }
+        fn visit_bool<E>(self, _: bool) -> Result<(), E> {
+            Ok(())
+        }
+        fn visit_i64<E>(self, _: i64) -> Result<(), E> {
+            Ok(())
+        }
+        fn visit_u64<E>(self, _: u64) -> Result<(), E> {
+            Ok(())
+        }
+        fn visit_f64<E>(self, _: f64) -> Result<(), E> {
+            Ok(())
+        }
+        fn visit_str<E>(self, _: &str) -> Result<(), E> {
+            Ok(())
+        }
+        fn visit_unit<E>(self) -> Result<(), E> {
+            Ok(())
+        }
+        fn visit_none<E>(self) -> Result<(), E> {
+            Ok(())
+        }
+        fn visit_some<D: Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+            d.deserialize_any(self)
+        }
+        fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
+            let mut index = 0usize;
+            while seq
+                .next_element_seed(Walk {
+                    path: format!("{}[{index}]", self.path),
+                })?
+                .is_some()
+            {
+                index += 1;
+            }
+            Ok(())
+        }
+        fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
+            let mut seen = HashSet::new();
+            while let Some(key) = map.next_key::<String>()? {
+                let path = if self.path.is_empty() {
+                    key.clone()
+                } else {
+                    format!("{}.{key}", self.path)
+                };
+                if !seen.insert(key) {
+                    return Err(de::Error::custom(format!(
+                        "duplicate key {path:?} (a key may appear once; nothing is overridden silently)"
+                    )));
+                }
+                map.next_value_seed(Walk { path })?;
+            }
+            Ok(())
+        }
     }
 }

@@ -159,10 +159,15 @@ impl Policy {
 
     /// Reads a policy file (JSON).
     pub fn from_file(path: &std::path::Path) -> Result<Policy, PolicyError> {
-        let text = std::fs::read_to_string(path).map_err(|e| PolicyError::File {
+        use crate::config::input;
+        let file_error = |message: String| PolicyError::File {
             path: path.display().to_string(),
-            message: e.to_string(),
-        })?;
+            message,
+        };
+        let text = input::read_text(path, input::MAX_POLICY_BYTES, "policy").map_err(file_error)?;
+        input::check_depth(&text, input::MAX_DOCUMENT_DEPTH).map_err(file_error)?;
+        serde_json::from_str::<input::NoDuplicateKeys>(&text)
+            .map_err(|e| file_error(format!("not accepted: {e}")))?;
         let value: Value = serde_json::from_str(&text).map_err(|e| PolicyError::File {
             path: path.display().to_string(),
             message: format!("not valid JSON: {e}"),

@@ -41,13 +41,11 @@ pub struct LoadedFile {
 /// A catalog file that could not be read at all.
 #[derive(Debug, thiserror::Error)]
 pub enum FileError {
-    /// The file could not be read.
-    #[error("cannot read catalog file {path}: {source}")]
-    Io {
-        /// The path as given.
-        path: String,
-        /// The underlying error.
-        source: std::io::Error,
+    /// The file could not be read, or is larger than its bound.
+    #[error("{message}")]
+    Read {
+        /// What went wrong, naming the path and the bound.
+        message: String,
     },
     /// The file is JSON but neither an array of tools nor an object with `tools`.
     #[error(
@@ -61,17 +59,40 @@ pub enum FileError {
 
 /// Reads and parses a catalog file; `source` decides trust (`Plugin`, `Mcp` or `Client`).
 pub fn load(path: &Path, source: Source) -> Result<LoadedFile, FileError> {
-    let text = std::fs::read_to_string(path).map_err(|source| FileError::Io {
-        path: path.display().to_string(),
-        source,
-    })?;
+    use crate::config::input;
+    let bytes = input::read_bounded(path, input::MAX_CATALOG_BYTES, "catalog file")
+        .map_err(|message| FileError::Read { message })?;
     let stem = path
         .file_stem()
         .map(|s| s.to_string_lossy().into_owned())
         .unwrap_or_else(|| "catalog".to_string());
-    parse(&text, &stem, source).ok_or_else(|| FileError::Shape {
+    // Lines that are not UTF-8 are skipped with their line numbers; the rest loads.
+    let mut bad_lines = Vec::new();
+    let text = match String::from_utf8(bytes) {
+        Ok(text) => text,
+        Err(error) => {
+            let bytes = error.into_bytes();
+            let mut text = String::with_capacity(bytes.len());
+            for (number, line) in bytes.split(|b| *b == b'\n').enumerate() {
+                match std::str::from_utf8(line) {
+                    Ok(line) => text.push_str(line),
+                    Err(e) => bad_lines.push(LineIssue {
+                        line: number + 1,
+                        message: format!("not UTF-8 (at byte {} of the line)", e.valid_up_to()),
+                    }),
+                }
+                text.push('\n');
+            }
+            text
+        }
+    };
+    let mut loaded = parse(&text, &stem, source).ok_or_else(|| FileError::Shape {
         path: path.display().to_string(),
-    })
+    })?;
+    bad_lines.append(&mut loaded.issues);
+    bad_lines.sort_by_key(|issue| issue.line);
+    loaded.issues = bad_lines;
+    Ok(loaded)
 }
 
 /// Parses catalog text. `stem` is the owner of last resort. `None` when the text is a JSON

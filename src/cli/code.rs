@@ -67,16 +67,30 @@ fn worker_binary(explicit: &Option<PathBuf>) -> Result<PathBuf> {
     }
 }
 
+/// A cell file or stdin, at most (the sandbox's own, smaller `code_bytes` limit then applies
+/// with its own error).
+const MAX_CELL_SOURCE_BYTES: u64 = 16 * 1024 * 1024;
+
 fn read_code(args: &ExecArgs) -> Result<String> {
     Ok(match (&args.eval, &args.file) {
         (Some(code), _) => code.clone(),
         (None, Some(path)) if path.as_os_str() == "-" => {
             let mut code = String::new();
-            std::io::Read::read_to_string(&mut std::io::stdin(), &mut code)?;
+            std::io::Read::read_to_string(
+                &mut std::io::Read::take(std::io::stdin(), MAX_CELL_SOURCE_BYTES + 1),
+                &mut code,
+            )?;
+            if code.len() as u64 > MAX_CELL_SOURCE_BYTES {
+                bail!(
+                    "the cell on stdin is larger than the limit of {MAX_CELL_SOURCE_BYTES} bytes"
+                );
+            }
             code
         }
-        (None, Some(path)) => std::fs::read_to_string(path)
-            .with_context(|| format!("cannot read {}", path.display()))?,
+        (None, Some(path)) => {
+            crate::config::input::read_text(path, MAX_CELL_SOURCE_BYTES, "cell file")
+                .map_err(anyhow::Error::msg)?
+        }
         (None, None) => bail!("give a FILE.js or -e CODE"),
     })
 }

@@ -231,8 +231,12 @@ pub fn evaluate(
     settings: &SearchSettings,
     per_query: bool,
 ) -> Result<Evaluation> {
-    let text = std::fs::read_to_string(queries_path)
-        .with_context(|| format!("cannot read queries file {}", queries_path.display()))?;
+    let text = crate::config::input::read_text(
+        queries_path,
+        crate::config::input::MAX_QUERY_FILE_BYTES,
+        "queries file",
+    )
+    .map_err(anyhow::Error::msg)?;
     let mut out = Evaluation::default();
     for (number, line) in text.lines().enumerate() {
         if line.trim().is_empty() {

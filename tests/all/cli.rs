@@ -249,3 +249,93 @@ fn bench_cells_json_reports_every_series_from_the_same_run() {
         Value::from("plugin:units:convert_units")
     );
 }
+
+/// Refused with exit 1 and a message on stderr containing every one of `needles`.
+fn refused(args: &[&str], needles: &[&str]) {
+    let out = toolsearch(args);
+    assert_eq!(out.status.code(), Some(1), "{args:?}: {}", stderr(&out));
+    for needle in needles {
+        assert!(stderr(&out).contains(needle), "{args:?}: {}", stderr(&out));
+    }
+}
+
+#[test]
+fn a_duplicate_key_in_a_policy_or_config_is_an_error_naming_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let policy = dir.path().join("policy.json");
+    // "Last one wins" would drop the deny.
+    std::fs::write(
+        &policy,
+        r#"{"session": {"deny": ["plugin:weather:*"], "deny": []}}"#,
+    )
+    .unwrap();
+    refused(
+        &["search", "weather", "--policy", policy.to_str().unwrap()],
+        &["duplicate key", "session.deny"],
+    );
+    let config = dir.path().join("toolsearch.json5");
+    std::fs::write(
+        &config,
+        "{profile: 'default', tools: {toolSearch: {mode: 'code', mode: 'tools'}}}",
+    )
+    .unwrap();
+    refused(
+        &["surface", "--config", config.to_str().unwrap()],
+        &["duplicate key", "tools.toolSearch.mode"],
+    );
+}
+
+#[test]
+fn deeply_nested_documents_are_refused_by_a_named_bound_not_a_crash() {
+    let dir = tempfile::tempdir().unwrap();
+    let deep = format!("{}{}", "[".repeat(100_000), "]".repeat(100_000));
+    let config = dir.path().join("deep.json5");
+    std::fs::write(&config, format!("{{tools: {deep}}}")).unwrap();
+    refused(
+        &["surface", "--config", config.to_str().unwrap()],
+        &["limit of 64 levels"],
+    );
+    let policy = dir.path().join("deep.json");
+    std::fs::write(&policy, format!("{{\"session\": {deep}}}")).unwrap();
+    refused(
+        &["search", "x", "--policy", policy.to_str().unwrap()],
+        &["limit of 64 levels"],
+    );
+    // Brackets inside strings and comments do not count.
+    std::fs::write(
+        &config,
+        format!("// {deep}\n{{profile: \"default\" /* {deep} */, tools: {{toolSearch: {{mode: 'tools'}}}}}}"),
+    )
+    .unwrap();
+    let out = toolsearch(&["surface", "--config", config.to_str().unwrap(), "--json"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+}
+
+#[test]
+fn an_endless_catalog_stops_at_its_bound_and_bad_utf8_lines_are_skipped_by_number() {
+    refused(
+        &["search", "x", "--catalog", "/dev/zero"],
+        &["/dev/zero", "larger than the limit of"],
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let catalog = dir.path().join("tools.jsonl");
+    let mut bytes = br#"{"name": "first_tool", "description": "Convert currencies"}"#.to_vec();
+    bytes.extend_from_slice(b"\n{\"name\": \"bad\xff\xfe\", \"description\": \"x\"}\n");
+    bytes.extend_from_slice(br#"{"name": "third_tool", "description": "Convert units"}"#);
+    std::fs::write(&catalog, bytes).unwrap();
+    let out = toolsearch(&[
+        "search",
+        "convert",
+        "--catalog",
+        catalog.to_str().unwrap(),
+        "--json",
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let hits: Value = serde_json::from_str(&stdout(&out)).unwrap();
+    assert_eq!(hits.as_array().unwrap().len(), 2, "{hits}");
+    assert!(
+        stderr(&out).contains("line 2") && stderr(&out).contains("not UTF-8"),
+        "{}",
+        stderr(&out)
+    );
+}
