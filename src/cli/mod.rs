@@ -25,6 +25,7 @@ use crate::config::{Config, Mode};
 use crate::mcp::{Status, Upstreams};
 use crate::policy::Policy;
 use crate::session::{Reply, Session, SessionBuilder};
+use crate::telemetry::terminal_safe as safe;
 
 /// toolsearch — progressive disclosure of large tool catalogs for LLM agents.
 #[derive(Debug, Parser)]
@@ -451,13 +452,14 @@ fn search(args: SearchArgs) -> Result<ExitCode> {
         return Ok(ExitCode::SUCCESS);
     }
     for (rank, (hit, r)) in explained.iter().enumerate() {
-        writeln!(out, "{:>2}. {}  [{}]", rank + 1, hit.id, hit.source)?;
+        // Catalog text may come from third parties: no escape sequence reaches the terminal.
+        writeln!(out, "{:>2}. {}  [{}]", rank + 1, safe(&hit.id), hit.source)?;
         if !hit.description.is_empty() {
-            writeln!(out, "    {}", hit.description)?;
+            writeln!(out, "    {}", safe(&hit.description))?;
         }
-        writeln!(out, "    input: {}", hit.input)?;
+        writeln!(out, "    input: {}", safe(&hit.input))?;
         if let Some(output) = &hit.output {
-            writeln!(out, "    output: {output}")?;
+            writeln!(out, "    output: {}", safe(output))?;
         }
         if args.explain {
             writeln!(
@@ -511,7 +513,7 @@ fn describe(args: DescribeArgs) -> Result<ExitCode> {
         }
     } else {
         for d in &described {
-            let text = |key: &str| d[key].as_str().unwrap_or_default().to_string();
+            let text = |key: &str| safe(d[key].as_str().unwrap_or_default()).into_owned();
             writeln!(out, "{}  [{}]", text("id"), text("source"))?;
             if !text("description").is_empty() {
                 writeln!(out, "  {}", text("description"))?;
@@ -522,13 +524,13 @@ fn describe(args: DescribeArgs) -> Result<ExitCode> {
             writeln!(
                 out,
                 "  input_schema: {}",
-                serde_json::to_string_pretty(&d["input_schema"])?.replace('\n', "\n  ")
+                safe(&serde_json::to_string_pretty(&d["input_schema"])?).replace('\n', "\n  ")
             )?;
             if let Some(schema) = d.get("output_schema").filter(|s| !s.is_null()) {
                 writeln!(
                     out,
                     "  output_schema: {}",
-                    serde_json::to_string_pretty(schema)?.replace('\n', "\n  ")
+                    safe(&serde_json::to_string_pretty(schema)?).replace('\n', "\n  ")
                 )?;
             }
         }
@@ -572,14 +574,14 @@ fn call(args: CallArgs) -> Result<ExitCode> {
                 writeln!(
                     out,
                     "{}  [{}]",
-                    envelope["tool"]["id"].as_str().unwrap_or_default(),
+                    safe(envelope["tool"]["id"].as_str().unwrap_or_default()),
                     envelope["tool"]["source"].as_str().unwrap_or_default()
                 )?;
                 if let Some(text) = envelope["result"]["text"].as_str() {
-                    writeln!(out, "{text}")?;
+                    writeln!(out, "{}", safe(text))?;
                 }
                 if let Some(details) = envelope["result"].get("details") {
-                    writeln!(out, "{}", serde_json::to_string_pretty(details)?)?;
+                    writeln!(out, "{}", safe(&serde_json::to_string_pretty(details)?))?;
                 }
             }
             Ok(ExitCode::SUCCESS)

@@ -339,3 +339,45 @@ fn an_endless_catalog_stops_at_its_bound_and_bad_utf8_lines_are_skipped_by_numbe
         stderr(&out)
     );
 }
+
+#[test]
+fn untrusted_catalog_text_reaches_the_terminal_without_escape_sequences() {
+    let dir = tempfile::tempdir().unwrap();
+    let catalog = dir.path().join("tools.jsonl");
+    std::fs::write(
+        &catalog,
+        "{\"name\": \"paint_tool\", \"description\": \"Paint \\u001b[31mred\\u001b[0m \\u202eevil\\u200b text\"}\n",
+    )
+    .unwrap();
+    let path = catalog.to_str().unwrap();
+    for args in [
+        vec![
+            "search",
+            "paint",
+            "--catalog",
+            path,
+            "--catalog-source",
+            "mcp",
+        ],
+        vec![
+            "describe",
+            "mcp:tools:paint_tool",
+            "--catalog",
+            path,
+            "--catalog-source",
+            "mcp",
+        ],
+    ] {
+        let out = toolsearch(&args);
+        assert!(out.status.success(), "{}", stderr(&out));
+        let text = stdout(&out);
+        assert!(text.contains("Paint [31mred[0m evil text"), "{text:?}");
+        assert!(
+            !text.contains(['\u{1b}', '\u{202e}', '\u{200b}']),
+            "{text:?}"
+        );
+    }
+    // JSON output stays exact.
+    let out = toolsearch(&["search", "paint", "--catalog", path, "--json"]);
+    assert!(stdout(&out).contains("\\u001b[31m"), "{}", stdout(&out));
+}
