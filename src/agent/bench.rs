@@ -95,6 +95,11 @@ pub struct PayloadRow {
     pub auto_chose: Option<String>,
     /// The target ran exactly once with the right arguments and its nonce is in the answer.
     pub completed: bool,
+    /// Why the run stopped (`answered`, `turn_limit`, `provider_error`, …).
+    pub stop: String,
+    /// The model's final answer, when the run did not complete (the reason, in its words).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub answer: Option<String>,
 }
 
 /// Plays the scenario per mode on every catalog against an in-process mock provider.
@@ -143,6 +148,8 @@ pub async fn payload(
                 turns: run.turns,
                 auto_chose: (mode == Mode::Auto).then(|| run.mode.clone()),
                 completed,
+                stop: run.stop.name().to_string(),
+                answer: if completed { None } else { run.answer.clone() },
             });
         }
     }

@@ -447,8 +447,15 @@ fn print_payload(out: &mut impl Write, rows: &[PayloadRow]) -> Result<()> {
             row.total_request_bytes,
             row.turns,
             ratio,
-            if row.completed { "yes" } else { "no" }
+            if row.completed {
+                "yes".to_string()
+            } else {
+                format!("no ({})", row.stop)
+            }
         )?;
+        if let Some(answer) = row.answer.as_deref().filter(|_| !row.completed) {
+            writeln!(out, "           answer: {}", clean(answer))?;
+        }
     }
     Ok(())
 }
