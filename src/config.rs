@@ -1,12 +1,21 @@
 //! Configuration (SPEC R-10), in two stages: raw (JSON5 text → checked keys and types) →
 //! resolved (profile defaults, explicit values over them, clamps).
 //!
-//! Shape: `{profile?: "default"|"local", tools?: {toolSearch?: false | true | {…}}}` where the
+//! Shape: `{profile?: "default"|"local", tools?: {toolSearch?: false | true | {…}}, mcp?: {servers:
+//! {<name>: {…}}}}` where the
 //! object takes `mode` ("code" | "tools" | "directory" | "auto"), `autoDeferredMode` ("code" |
 //! "tools" | "directory"), `autoMaxTools` (32), `autoMaxSchemaTokens` (12,000),
 //! `codeTimeoutMs` (10,000; 1,000–60,000), `memoryLimitBytes` (64 MiB; 16 MiB–1 GiB),
 //! `searchDefaultLimit` (8; 1..maxSearchLimit), `maxSearchLimit` (20; 1–50) and `directory`
 //! ("list" | "namespaces"). `false` means direct exposure; `true` means `{}`.
+//!
+//! MCP servers: `mcp.servers.<name>` is a stdio server `{command, args?, env?, cwd?}` or
+//! a streamable-HTTP server `{url, headers?}`, plus `startupTimeoutMs` (30,000; 100–600,000),
+//! `callTimeoutMs` (300,000; 1,000–3,600,000), `enabledTools` / `disabledTools` (globs over tool
+//! names), `approval` ("destructive" — the default: tools annotated `destructiveHint: true`
+//! without `readOnlyHint` need approval —, "always" or "never") and `restart` (stdio; default
+//! true). A name is 1–64 characters of `[A-Za-z0-9_-]`; it becomes the tools' owner
+//! (`mcp:<name>:<tool>`).
 //!
 //! Profiles: `default`, and `local` for local models (mode `tools`, limits 5/10).
 //! Explicit values always win over profile defaults. Unknown keys and invalid values fail
@@ -257,6 +266,76 @@ pub enum ConfigError {
     },
 }
 
+/// `startupTimeoutMs` of an MCP server: 30 s, clamped to 0.1–600 s.
+pub const MCP_STARTUP_TIMEOUT_MS: Bounds = Bounds {
+    default: 30_000,
+    min: 100,
+    max: 600_000,
+};
+/// `callTimeoutMs` of an MCP server: 300 s, clamped to 1–3,600 s.
+pub const MCP_CALL_TIMEOUT_MS: Bounds = Bounds {
+    default: 300_000,
+    min: 1_000,
+    max: 3_600_000,
+};
+
+/// How an MCP server is reached.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum McpTransport {
+    /// A child process speaking JSON-RPC on stdin/stdout. It gets only `env` (never the
+    /// gateway's own environment).
+    Stdio {
+        /// The program.
+        command: String,
+        /// Its arguments.
+        args: Vec<String>,
+        /// Its whole environment.
+        env: std::collections::BTreeMap<String, String>,
+        /// Its working directory.
+        cwd: Option<std::path::PathBuf>,
+    },
+    /// A streamable-HTTP endpoint.
+    Http {
+        /// `http://` or `https://` URL of the MCP endpoint.
+        url: String,
+        /// Extra request headers (e.g. `Authorization`).
+        headers: std::collections::BTreeMap<String, String>,
+    },
+}
+
+/// Which tools of an MCP server need approval before they run (fail closed).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum McpApproval {
+    /// Tools annotated `destructiveHint: true` without `readOnlyHint: true`.
+    #[default]
+    Destructive,
+    /// Every tool.
+    Always,
+    /// None (the server is trusted to guard itself).
+    Never,
+}
+
+/// One configured MCP server.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct McpServer {
+    /// The server's name: the owner of its tools (`mcp:<name>:<tool>`).
+    pub name: String,
+    /// How it is reached.
+    pub transport: McpTransport,
+    /// How long it may take to start and list its tools.
+    pub startup_timeout: Duration,
+    /// How long one call may take (then `notifications/cancelled` is sent).
+    pub call_timeout: Duration,
+    /// Only tools whose names match one of these globs (all when `None`).
+    pub enabled_tools: Option<Vec<String>>,
+    /// Tools whose names match one of these globs are left out.
+    pub disabled_tools: Vec<String>,
+    /// Which of its tools need approval.
+    pub approval: McpApproval,
+    /// Whether a stdio server that dies is restarted (bounded exponential backoff).
+    pub restart: bool,
+}
+
 /// The resolved configuration.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Config {
@@ -278,6 +357,8 @@ pub struct Config {
     pub search_limits: SearchLimits,
     /// Directory style in directory mode.
     pub directory: DirectoryStyle,
+    /// MCP servers whose tools join the catalog, sorted by name.
+    pub mcp: Vec<McpServer>,
     /// Clamps applied, one sentence each.
     pub warnings: Vec<String>,
 }
@@ -288,7 +369,9 @@ impl Default for Config {
     }
 }
 
-const TOP_KEYS: &str = "profile, tools";
+const TOP_KEYS: &str = "profile, tools, mcp";
+const MCP_KEYS: &str = "servers";
+const MCP_SERVER_KEYS: &str = "command, args, env, cwd, url, headers, startupTimeoutMs, callTimeoutMs, enabledTools, disabledTools, approval, restart";
 const TOOLS_KEYS: &str = "toolSearch";
 const SEARCH_KEYS: &str = "mode, autoDeferredMode, autoMaxTools, autoMaxSchemaTokens, codeTimeoutMs, memoryLimitBytes, searchDefaultLimit, maxSearchLimit, directory";
 
@@ -309,6 +392,7 @@ impl Config {
             memory_limit_bytes: MEMORY_LIMIT_BYTES.default,
             search_limits: limits,
             directory: DirectoryStyle::List,
+            mcp: Vec::new(),
             warnings: Vec::new(),
         }
     }
@@ -353,6 +437,185 @@ struct Raw {
     search_default_limit: Option<u64>,
     max_search_limit: Option<u64>,
     directory: Option<DirectoryStyle>,
+    mcp: Vec<RawMcpServer>,
+}
+
+/// An MCP server as written (timeouts not clamped yet).
+#[derive(Debug)]
+struct RawMcpServer {
+    name: String,
+    transport: McpTransport,
+    startup_timeout_ms: Option<u64>,
+    call_timeout_ms: Option<u64>,
+    enabled_tools: Option<Vec<String>>,
+    disabled_tools: Vec<String>,
+    approval: McpApproval,
+    restart: bool,
+}
+
+fn string<'a>(value: &'a Value, key: &str, expected: &'static str) -> Result<&'a str, ConfigError> {
+    value.as_str().ok_or_else(|| invalid(key, value, expected))
+}
+
+fn strings(value: &Value, key: &str) -> Result<Vec<String>, ConfigError> {
+    const EXPECTED: &str = "an array of strings";
+    let items = value
+        .as_array()
+        .ok_or_else(|| invalid(key, value, EXPECTED))?;
+    items
+        .iter()
+        .map(|item| string(item, key, EXPECTED).map(str::to_string))
+        .collect()
+}
+
+fn string_map(
+    value: &Value,
+    key: &str,
+) -> Result<std::collections::BTreeMap<String, String>, ConfigError> {
+    const EXPECTED: &str = "an object of string values";
+    let map = object(value, key, EXPECTED)?;
+    map.iter()
+        .map(|(k, v)| {
+            Ok((
+                k.clone(),
+                string(v, &format!("{key}.{k}"), EXPECTED)?.to_string(),
+            ))
+        })
+        .collect()
+}
+
+/// Whether `name` is a usable MCP server name: 1–64 of `[A-Za-z0-9_-]`.
+fn is_server_name(name: &str) -> bool {
+    !name.is_empty()
+        && name.len() <= 64
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+}
+
+fn read_mcp_server(name: &str, value: &Value) -> Result<RawMcpServer, ConfigError> {
+    let key = format!("mcp.servers.{name}");
+    if !is_server_name(name) {
+        return Err(invalid(
+            &key,
+            &Value::String(name.to_string()),
+            "a server name of 1–64 letters, digits, '_' or '-'",
+        ));
+    }
+    let fields = object(value, &key, "an object with command or url")?;
+    let (mut command, mut args, mut env, mut cwd) = (None, Vec::new(), Default::default(), None);
+    let (mut url, mut headers) = (None, Default::default());
+    let mut server = RawMcpServer {
+        name: name.to_string(),
+        transport: McpTransport::Stdio {
+            command: String::new(),
+            args: Vec::new(),
+            env: Default::default(),
+            cwd: None,
+        },
+        startup_timeout_ms: None,
+        call_timeout_ms: None,
+        enabled_tools: None,
+        disabled_tools: Vec::new(),
+        approval: McpApproval::default(),
+        restart: true,
+    };
+    for (field, value) in fields {
+        let path = format!("{key}.{field}");
+        match field.as_str() {
+            "command" => {
+                command = Some(string(value, &path, "a program name or path")?.to_string())
+            }
+            "args" => args = strings(value, &path)?,
+            "env" => env = string_map(value, &path)?,
+            "cwd" => {
+                cwd = Some(std::path::PathBuf::from(string(
+                    value,
+                    &path,
+                    "a directory",
+                )?))
+            }
+            "url" => {
+                let text = string(value, &path, "an http:// or https:// URL")?;
+                if !(text.starts_with("http://") || text.starts_with("https://")) {
+                    return Err(invalid(&path, value, "an http:// or https:// URL"));
+                }
+                url = Some(text.to_string());
+            }
+            "headers" => headers = string_map(value, &path)?,
+            "startupTimeoutMs" => {
+                server.startup_timeout_ms = Some(integer(
+                    value,
+                    &path,
+                    "an integer number of milliseconds (100–600000, default 30000)",
+                )?)
+            }
+            "callTimeoutMs" => {
+                server.call_timeout_ms = Some(integer(
+                    value,
+                    &path,
+                    "an integer number of milliseconds (1000–3600000, default 300000)",
+                )?)
+            }
+            "enabledTools" => server.enabled_tools = Some(strings(value, &path)?),
+            "disabledTools" => server.disabled_tools = strings(value, &path)?,
+            "approval" => {
+                server.approval = match value.as_str() {
+                    Some("destructive") => McpApproval::Destructive,
+                    Some("always") => McpApproval::Always,
+                    Some("never") => McpApproval::Never,
+                    _ => {
+                        return Err(invalid(
+                            &path,
+                            value,
+                            "\"destructive\", \"always\" or \"never\"",
+                        ));
+                    }
+                }
+            }
+            "restart" => {
+                server.restart = value
+                    .as_bool()
+                    .ok_or_else(|| invalid(&path, value, "true or false"))?
+            }
+            other => {
+                return Err(ConfigError::UnknownKey {
+                    key: format!("{key}.{other}"),
+                    accepted: MCP_SERVER_KEYS,
+                });
+            }
+        }
+    }
+    server.transport = match (command, url) {
+        (Some(command), None) => {
+            if !headers.is_empty() {
+                return Err(invalid(
+                    &format!("{key}.headers"),
+                    &Value::Null,
+                    "headers only with url (an HTTP server)",
+                ));
+            }
+            McpTransport::Stdio {
+                command,
+                args,
+                env,
+                cwd,
+            }
+        }
+        (None, Some(url)) => {
+            if !args.is_empty() || !env.is_empty() || cwd.is_some() {
+                return Err(invalid(
+                    &key,
+                    value,
+                    "args, env and cwd only with command (a stdio server)",
+                ));
+            }
+            McpTransport::Http { url, headers }
+        }
+        (Some(_), Some(_)) => return Err(invalid(&key, value, "either command or url, not both")),
+        (None, None) => return Err(invalid(&key, value, "an object with command or url")),
+    };
+    Ok(server)
 }
 
 fn object<'a>(
@@ -415,6 +678,21 @@ impl Raw {
                         raw.read_tool_search(value)?;
                     }
                 }
+                "mcp" => {
+                    let mcp = object(value, "mcp", "an object with servers")?;
+                    for (key, value) in mcp {
+                        if key != "servers" {
+                            return Err(ConfigError::UnknownKey {
+                                key: format!("mcp.{key}"),
+                                accepted: MCP_KEYS,
+                            });
+                        }
+                        let servers = object(value, "mcp.servers", "an object of named servers")?;
+                        for (name, server) in servers {
+                            raw.mcp.push(read_mcp_server(name, server)?);
+                        }
+                    }
+                }
                 other => {
                     return Err(ConfigError::UnknownKey {
                         key: other.to_string(),
@@ -423,6 +701,7 @@ impl Raw {
                 }
             }
         }
+        raw.mcp.sort_by(|a, b| a.name.cmp(&b.name));
         Ok(raw)
     }
 
@@ -582,6 +861,49 @@ impl Raw {
         config.search_limits = SearchLimits::new(default, max);
         if let Some(directory) = self.directory {
             config.directory = directory;
+        }
+        for server in self.mcp {
+            let key = |field: &str| format!("mcp.servers.{}.{field}", server.name);
+            let startup = server
+                .startup_timeout_ms
+                .map(|v| {
+                    let clamped = MCP_STARTUP_TIMEOUT_MS.clamp(v);
+                    if clamped != v {
+                        warnings.push(format!(
+                            "{} {v} is outside {}–{}; using {clamped}",
+                            key("startupTimeoutMs"),
+                            MCP_STARTUP_TIMEOUT_MS.min,
+                            MCP_STARTUP_TIMEOUT_MS.max
+                        ));
+                    }
+                    clamped
+                })
+                .unwrap_or(MCP_STARTUP_TIMEOUT_MS.default);
+            let call = server
+                .call_timeout_ms
+                .map(|v| {
+                    let clamped = MCP_CALL_TIMEOUT_MS.clamp(v);
+                    if clamped != v {
+                        warnings.push(format!(
+                            "{} {v} is outside {}–{}; using {clamped}",
+                            key("callTimeoutMs"),
+                            MCP_CALL_TIMEOUT_MS.min,
+                            MCP_CALL_TIMEOUT_MS.max
+                        ));
+                    }
+                    clamped
+                })
+                .unwrap_or(MCP_CALL_TIMEOUT_MS.default);
+            config.mcp.push(McpServer {
+                name: server.name,
+                transport: server.transport,
+                startup_timeout: Duration::from_millis(startup),
+                call_timeout: Duration::from_millis(call),
+                enabled_tools: server.enabled_tools,
+                disabled_tools: server.disabled_tools,
+                approval: server.approval,
+                restart: server.restart,
+            });
         }
         config.warnings = warnings;
         config

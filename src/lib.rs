@@ -36,6 +36,8 @@ mod sandbox;
 mod surface;
 // One run, as every entry point sees it.
 mod session;
+// MCP both ways: upstream servers as tool sources, and serve mode.
+mod mcp;
 // An adapter over a session: the agent loop against an OpenAI-compatible provider, the
 // scripted mock provider, the payload and real-model benchmarks.
 mod agent;
@@ -55,12 +57,17 @@ pub use catalog::{
     BoxFuture, CallContext, CatalogIssue, CatalogMode, CatalogSnapshot, Descriptor, ExecutionMode,
     Executor, FailureKind, FnTool, NestedCalls, Source, Tool, ToolError, ToolOutput, tool_id,
 };
-pub use config::{Bounds, Config, ConfigError, DirectoryStyle, Mode, Profile, SearchLimits};
+pub use config::{
+    Bounds, Config, ConfigError, DirectoryStyle, McpApproval, McpServer, McpTransport, Mode,
+    Profile, SearchLimits,
+};
 pub use gateway::{
     Approval, ApprovalHandler, BeforeToolCall, CallError, CallOutcome, ClientCall, Envelope,
     ErrorKind, Gateway, GatewayBuilder, GatewayError, GatewaySettings, GlobApprovals, HookDecision,
     Operation, Recovery, RunContext, ToolRef,
 };
+pub use mcp::serve::{HttpListener, ServeError, ServeOptions};
+pub use mcp::{Status as UpstreamStatus, Upstream, Upstreams};
 pub use policy::{Authorized, Policy, PolicyError};
 pub use sandbox::{
     ALLOWED_SYSCALLS, Bridge, BridgeError, BridgeOp, CellOptions, CellResult, CellTelemetry,

@@ -205,6 +205,31 @@ fn now_ms() -> u64 {
         .map_or(0, |d| d.as_millis() as u64)
 }
 
+fn is_unsafe_for_terminal(c: char) -> bool {
+    match c {
+        '\n' | '\t' => false,
+        '\u{0}'..='\u{1f}' | '\u{7f}'..='\u{9f}' => true,
+        // Bidirectional embeddings, overrides, isolates and marks ("Trojan Source").
+        '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}' | '\u{200e}' | '\u{200f}' | '\u{61c}' => {
+            true
+        }
+        // Zero-width characters that hide or join text.
+        '\u{200b}'..='\u{200d}' | '\u{2060}' | '\u{feff}' => true,
+        _ => false,
+    }
+}
+
+/// Untrusted text (catalog descriptions, MCP server messages, model output) made safe for a
+/// terminal or a log line: C0 and C1 controls except `\n` and `\t`, DEL, bidirectional
+/// overrides and marks, and zero-width characters are removed, so no escape sequence survives.
+/// Borrows when nothing must change. JSON output is never passed through this (it stays exact).
+pub fn terminal_safe(s: &str) -> std::borrow::Cow<'_, str> {
+    if !s.chars().any(is_unsafe_for_terminal) {
+        return std::borrow::Cow::Borrowed(s);
+    }
+    std::borrow::Cow::Owned(s.chars().filter(|c| !is_unsafe_for_terminal(*c)).collect())
+}
+
 /// Installs a stderr `tracing` subscriber honouring `RUST_LOG` (default: warnings). Safe to call
 /// more than once.
 pub fn init_stderr_logging() {
@@ -213,6 +238,7 @@ pub fn init_stderr_logging() {
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .with_target(false)
         .try_init();
 }

@@ -322,6 +322,9 @@ pub struct Descriptor {
     pub requires_approval: bool,
     /// The id the tool had in the file or server it came from; resolvable and indexed.
     pub external_id: Option<String>,
+    /// Behaviour hints an MCP server attached to the tool (`readOnlyHint`, `destructiveHint`,
+    /// …), kept as given: untrusted, shown by describe, never indexed.
+    pub annotations: Option<Value>,
     /// The implementation.
     pub executor: Executor,
 }
@@ -348,6 +351,7 @@ impl Descriptor {
             timeout: None,
             requires_approval: false,
             external_id: None,
+            annotations: None,
             executor: Executor::Unavailable,
         }
     }
@@ -420,6 +424,10 @@ impl Descriptor {
             hasher,
             self.external_id.as_deref().unwrap_or("\u{0}").as_bytes(),
         );
+        match &self.annotations {
+            Some(annotations) => put(hasher, annotations.to_string().as_bytes()),
+            None => put(hasher, b"\x00none"),
+        }
         put(
             hasher,
             match self.executor {

@@ -15,7 +15,7 @@ use anyhow::{Context, Result, bail};
 use clap::{Args, ValueEnum};
 use serde_json::{Value, json};
 
-use super::{CatalogArgs, ConfigArgs, runtime, session};
+use super::{CatalogArgs, ConfigArgs, runtime, session, with_session};
 use crate::agent::bench::{self, AgentRow, BenchCatalog, PayloadRow};
 use crate::agent::{
     Agent, AgentOptions, Fault, MockProvider, MockScenario, ProviderConfig, StopReason,
@@ -23,6 +23,7 @@ use crate::agent::{
 use crate::config::Mode;
 use crate::gateway::GlobApprovals;
 use crate::sandbox::strip_controls;
+use crate::session::SessionBuilder;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub(super) enum ModeArg {
@@ -133,21 +134,31 @@ fn clean(text: &str) -> String {
 }
 
 pub(super) fn agent(args: AgentArgs) -> Result<ExitCode> {
-    let prepared = (|| -> Result<_> {
+    // Set-up (flags, files, MCP servers, the session) fails before any request: with --json
+    // that is still one object on stdout.
+    let run = (|| -> Result<_> {
         let approvals = GlobApprovals::new(&args.approve).map_err(anyhow::Error::msg)?;
-        let mut builder = session(&args.config, &args.catalog)?
-            .context_tokens(args.context_tokens)
-            .warm_pool(0)
-            .worker_binary(worker_binary(&args.worker_binary)?)
-            .approvals(Arc::new(approvals));
-        if let Some(mode) = args.mode {
-            builder = builder.mode(mode.mode());
-        }
+        let plan = session(&args.config, &args.catalog)?;
+        let worker = worker_binary(&args.worker_binary)?;
         let agent = Agent::new(args.provider.config(), args.provider.options(args.lenient))?;
-        Ok((builder, agent))
+        let mode = args.mode.map(ModeArg::mode);
+        let configure = |builder: SessionBuilder| {
+            let builder = builder
+                .context_tokens(args.context_tokens)
+                .warm_pool(0)
+                .worker_binary(worker)
+                .approvals(Arc::new(approvals));
+            match mode {
+                Some(mode) => builder.mode(mode),
+                None => builder,
+            }
+        };
+        with_session(plan, configure, async |session| {
+            agent.run(session, &args.prompt).await
+        })
     })();
-    let (builder, agent) = match prepared {
-        Ok(prepared) => prepared,
+    let run = match run {
+        Ok(run) => run,
         Err(error) if args.json => {
             let message = clean(&format!("{error:#}"));
             writeln!(
@@ -161,12 +172,6 @@ pub(super) fn agent(args: AgentArgs) -> Result<ExitCode> {
         }
         Err(error) => return Err(error),
     };
-    let run = runtime()?.block_on(async {
-        let session = builder.build().await?;
-        let run = agent.run(&session, &args.prompt).await;
-        session.finish().await;
-        anyhow::Ok(run)
-    })?;
     let mut out = std::io::stdout().lock();
     if args.json {
         writeln!(out, "{}", serde_json::to_string_pretty(&run.to_json())?)?;

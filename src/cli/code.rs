@@ -11,7 +11,6 @@ use clap::Args;
 use super::{CatalogArgs, ConfigArgs, session, with_session};
 use crate::config::Mode;
 use crate::gateway::GlobApprovals;
-use crate::session::SessionBuilder;
 
 /// The cell `toolsearch bench cells` runs: search + describe + call on the demo catalog.
 #[cfg(feature = "demo")]
@@ -82,26 +81,26 @@ fn read_code(args: &ExecArgs) -> Result<String> {
     })
 }
 
-/// Everything `exec` does before the cell runs; any failure here is a set-up failure.
-fn exec_session(args: &ExecArgs) -> Result<(String, SessionBuilder)> {
-    let code = read_code(args)?;
-    let approvals = GlobApprovals::new(&args.approve).map_err(anyhow::Error::msg)?;
-    let builder = session(&args.config, &args.catalog)?
-        // A cell always runs in code mode; one cell: fork on demand rather than keep a pool.
-        .mode(Mode::Code)
-        .warm_pool(0)
-        .worker_binary(worker_binary(&args.worker_binary)?)
-        .approvals(Arc::new(approvals));
-    Ok((code, builder))
-}
-
 pub(super) fn exec(args: ExecArgs) -> Result<ExitCode> {
-    let prepared = exec_session(&args).and_then(|(code, builder)| {
+    // Everything before the cell runs is set-up; its failures are set-up failures.
+    let prepared = (|| {
+        let code = read_code(&args)?;
+        let approvals = GlobApprovals::new(&args.approve).map_err(anyhow::Error::msg)?;
+        let binary = worker_binary(&args.worker_binary)?;
+        let plan = session(&args.config, &args.catalog)?;
         let timeout = args.timeout_ms.map(std::time::Duration::from_millis);
-        with_session(builder, async |session| {
-            session.run_cell(&code, timeout).await
-        })
-    });
+        with_session(
+            plan,
+            // A cell always runs in code mode; one cell: fork on demand rather than keep a pool.
+            |b| {
+                b.mode(Mode::Code)
+                    .warm_pool(0)
+                    .worker_binary(binary)
+                    .approvals(Arc::new(approvals))
+            },
+            async |session| session.run_cell(&code, timeout).await,
+        )
+    })();
     let result = match prepared {
         Ok(result) => result,
         // `--json` always prints exactly one object, set-up failures included.

@@ -10,6 +10,7 @@
 mod agent;
 mod code;
 mod eval;
+mod serve;
 mod surface;
 
 use std::io::Write;
@@ -21,7 +22,8 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 use serde_json::{Value, json};
 
 use crate::catalog::{CatalogSnapshot, Descriptor, Source, file};
-use crate::config::Mode;
+use crate::config::{Config, Mode};
+use crate::mcp::{Status, Upstreams};
 use crate::policy::Policy;
 use crate::session::{Reply, Session, SessionBuilder};
 
@@ -45,6 +47,9 @@ enum Command {
     Exec(code::ExecArgs),
     /// Show what a provider request carries in a mode.
     Surface(surface::SurfaceArgs),
+    /// Serve the catalog (MCP servers of the config, catalog files, or the demo) as an MCP
+    /// server over stdio, or streamable HTTP with --http.
+    Serve(serve::ServeArgs),
     /// Measure search quality on a catalog and a query file.
     Eval(EvalArgs),
     /// Run one prompt against an OpenAI-compatible provider, every tool call through a session.
@@ -226,6 +231,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
         Command::Call(args) => call(args),
         Command::Exec(args) => code::exec(args),
         Command::Surface(args) => surface::surface(args),
+        Command::Serve(args) => serve::serve(args),
         Command::Bench(BenchCommand::Cells(args)) => code::bench_cells(args),
         Command::Bench(BenchCommand::Payload(args)) => agent::bench_payload(args),
         Command::Bench(BenchCommand::Agent(args)) => agent::bench_agent(args),
@@ -235,11 +241,8 @@ fn run(cli: Cli) -> Result<ExitCode> {
     }
 }
 
-/// Loads the catalog the arguments name (or the demo catalog), reporting skipped lines.
+/// The catalog files the arguments name, reporting skipped lines.
 pub(crate) fn load_catalog(args: &CatalogArgs) -> Result<CatalogSnapshot> {
-    if args.catalogs.is_empty() {
-        return default_catalog();
-    }
     let source = match args.catalog_source {
         None => Source::Plugin,
         Some(CatalogSource::Mcp) => Source::Mcp,
@@ -294,25 +297,101 @@ pub(crate) fn load_policy(args: &CatalogArgs) -> Result<Policy> {
     }
 }
 
-/// A session builder over what the flags name: the config (and profile), the catalog and the
-/// policy. Commands add what only they know (a mode, approvals, the worker binary).
-pub(crate) fn session(config: &ConfigArgs, catalog: &CatalogArgs) -> Result<SessionBuilder> {
-    let config = config.load()?;
-    Ok(Session::builder(config)
-        .catalog(load_catalog(catalog)?)
-        .policy(load_policy(catalog)?))
+/// What the flags name for a run: the resolved config (with its MCP servers), the static part
+/// of the catalog and the policy. The static catalog is the `--catalog` files; without any,
+/// the demo catalog — unless the config names MCP servers, which then are the catalog.
+pub(crate) struct Plan {
+    config: Config,
+    base: Vec<Descriptor>,
+    policy: Policy,
 }
 
-/// Builds a session and runs `body` with it on a current-thread runtime; the run is finished
-/// (`run_end`, sandbox stopped) afterwards.
+/// The plan of the run the flags describe.
+pub(crate) fn session(config: &ConfigArgs, catalog: &CatalogArgs) -> Result<Plan> {
+    let config = config.load()?;
+    let base = if !catalog.catalogs.is_empty() {
+        let snapshot = load_catalog(catalog)?;
+        snapshot
+            .tools()
+            .iter()
+            .chain(snapshot.direct_only())
+            .cloned()
+            .collect()
+    } else if config.mcp.is_empty() {
+        let snapshot = default_catalog()?;
+        snapshot
+            .tools()
+            .iter()
+            .chain(snapshot.direct_only())
+            .cloned()
+            .collect()
+    } else {
+        Vec::new()
+    };
+    Ok(Plan {
+        config,
+        base,
+        policy: load_policy(catalog)?,
+    })
+}
+
+/// Starts the plan's MCP servers and waits until each listed its tools or failed (bounded by
+/// its `startupTimeoutMs`); failures are reported on stderr.
+pub(crate) async fn start_upstreams(plan: &Plan) -> Result<Upstreams> {
+    let upstreams = Upstreams::start(&plan.config.mcp)?;
+    upstreams.ready().await;
+    for server in upstreams.servers() {
+        if let Status::Down(reason) = server.status() {
+            eprintln!(
+                "toolsearch: MCP server {} is unavailable: {}",
+                server.name(),
+                crate::telemetry::terminal_safe(&reason)
+            );
+        }
+        for issue in server.issues() {
+            eprintln!(
+                "toolsearch: MCP server {}: {}",
+                server.name(),
+                crate::telemetry::terminal_safe(&issue)
+            );
+        }
+    }
+    Ok(upstreams)
+}
+
+/// Builds the plan's session (`configure` adds what only the command knows: a mode, approvals,
+/// the worker binary) over its static catalog and its MCP servers' tools, and keeps it current
+/// while they change.
+pub(crate) async fn build_session(
+    plan: Plan,
+    upstreams: &Upstreams,
+    configure: impl FnOnce(SessionBuilder) -> SessionBuilder,
+) -> Result<Session> {
+    let snapshot = upstreams.catalog(&plan.base);
+    let session = configure(
+        Session::builder(plan.config)
+            .catalog(snapshot)
+            .policy(plan.policy),
+    )
+    .build()
+    .await?;
+    upstreams.attach(&session, plan.base);
+    Ok(session)
+}
+
+/// Builds the plan's session and runs `body` with it on a current-thread runtime; the run is
+/// finished (`run_end`, sandbox stopped, MCP servers stopped) afterwards.
 pub(crate) fn with_session<T>(
-    builder: SessionBuilder,
+    plan: Plan,
+    configure: impl FnOnce(SessionBuilder) -> SessionBuilder,
     body: impl AsyncFnOnce(&Session) -> T,
 ) -> Result<T> {
     runtime()?.block_on(async move {
-        let session = builder.build().await?;
+        let upstreams = start_upstreams(&plan).await?;
+        let session = build_session(plan, &upstreams, configure).await?;
         let out = body(&session).await;
         session.finish().await;
+        upstreams.shutdown().await;
         Ok(out)
     })
 }
@@ -328,11 +407,13 @@ fn reply_message(reply: &Reply) -> String {
 
 fn search(args: SearchArgs) -> Result<ExitCode> {
     // Searching needs no sandbox: the structured controls' session, with the config's limits.
-    let builder = session(&args.config, &args.catalog)?.mode(Mode::Tools);
+    let plan = session(&args.config, &args.catalog)?;
     let limit = args.limit.map(Value::from);
-    let explained = with_session(builder, async |session| {
-        session.explain(&args.query, limit.as_ref())
-    })?;
+    let explained = with_session(
+        plan,
+        |b| b.mode(Mode::Tools),
+        async |session| session.explain(&args.query, limit.as_ref()),
+    )?;
     let explained = match explained {
         Ok(explained) => explained,
         Err(reply) => bail!(reply_message(&reply)),
@@ -385,13 +466,17 @@ fn search(args: SearchArgs) -> Result<ExitCode> {
 }
 
 fn describe(args: DescribeArgs) -> Result<ExitCode> {
-    let builder = session(&args.config, &args.catalog)?.mode(Mode::Tools);
-    let replies = with_session(builder, async |session| {
-        args.ids
-            .iter()
-            .map(|id| session.describe(&Value::String(id.clone())))
-            .collect::<Vec<Reply>>()
-    })?;
+    let plan = session(&args.config, &args.catalog)?;
+    let replies = with_session(
+        plan,
+        |b| b.mode(Mode::Tools),
+        async |session| {
+            args.ids
+                .iter()
+                .map(|id| session.describe(&Value::String(id.clone())))
+                .collect::<Vec<Reply>>()
+        },
+    )?;
     let mut described = Vec::new();
     let mut failed = false;
     for reply in &replies {
@@ -456,12 +541,17 @@ fn call(args: CallArgs) -> Result<ExitCode> {
         .with_context(|| format!("--args is not valid JSON: {}", args.args))?;
     let approvals =
         crate::gateway::GlobApprovals::new(&args.approve).map_err(anyhow::Error::msg)?;
-    let builder = session(&args.config, &args.catalog)?
-        // The CLI words errors like the structured controls it mirrors.
-        .mode(Mode::Tools)
-        .approvals(std::sync::Arc::new(approvals));
+    let plan = session(&args.config, &args.catalog)?;
     let request = json!({"id": args.id, "args": call_args});
-    let reply = with_session(builder, async |session| session.call(&request).await)?;
+    let reply = with_session(
+        plan,
+        // The CLI words errors like the structured controls it mirrors.
+        |b| {
+            b.mode(Mode::Tools)
+                .approvals(std::sync::Arc::new(approvals))
+        },
+        async |session| session.call(&request).await,
+    )?;
     let mut out = std::io::stdout().lock();
     match &reply {
         Reply::Ok(envelope) => {

@@ -54,22 +54,25 @@ pub(super) fn surface(args: SurfaceArgs) -> Result<ExitCode> {
         FormatArg::Openai => Format::OpenAi,
         FormatArg::Anthropic => Format::Anthropic,
     };
-    let mut builder = session(&args.config, &args.catalog)?
-        .context_tokens(args.context_tokens)
-        .warm_pool(0);
-    if let Some(mode) = args.mode {
-        builder = builder.mode(match mode {
-            ModeArg::Direct => Mode::Direct,
-            ModeArg::Tools => Mode::Tools,
-            ModeArg::Directory => Mode::Directory,
-            ModeArg::Code => Mode::Code,
-            ModeArg::Auto => Mode::Auto,
-        });
-    }
-    if let Some(binary) = &args.worker_binary {
-        builder = builder.worker_binary(binary);
-    }
-    let surface = with_session(builder, async |session| session.surface().clone())?;
+    let plan = session(&args.config, &args.catalog)?;
+    let mode = args.mode.map(|mode| match mode {
+        ModeArg::Direct => Mode::Direct,
+        ModeArg::Tools => Mode::Tools,
+        ModeArg::Directory => Mode::Directory,
+        ModeArg::Code => Mode::Code,
+        ModeArg::Auto => Mode::Auto,
+    });
+    let configure = |mut builder: crate::session::SessionBuilder| {
+        builder = builder.context_tokens(args.context_tokens).warm_pool(0);
+        if let Some(mode) = mode {
+            builder = builder.mode(mode);
+        }
+        if let Some(binary) = &args.worker_binary {
+            builder = builder.worker_binary(binary);
+        }
+        builder
+    };
+    let surface = with_session(plan, configure, async |session| session.surface())?;
     let mut out = std::io::stdout().lock();
     if args.json {
         writeln!(

@@ -404,6 +404,45 @@ impl Gateway {
             .insert(owner.to_string(), reason.to_string());
     }
 
+    /// R-7.8's outage answer when `request` (a call or describe request, or a bare selector)
+    /// names a tool of an MCP server recorded as failed — by id (`mcp:<server>:<tool>`) or a
+    /// lenient `<server>__<tool>` / `<server>.<tool>` form — whether or not the tool is listed.
+    fn outage_of_selector(&self, request: &Value) -> Option<CallError> {
+        let selector = match request {
+            Value::String(text) => Some(text.as_str()),
+            Value::Object(map) => ["id", "toolId", "tool_id", "tool", "name"]
+                .iter()
+                .find_map(|k| map.get(*k).and_then(Value::as_str)),
+            _ => None,
+        }?
+        .trim();
+        let owner = match selector.strip_prefix("mcp:") {
+            Some(rest) => rest.split(':').next()?,
+            None => selector
+                .split_once("__")
+                .map(|(owner, _)| owner)
+                .or_else(|| selector.split_once('.').map(|(owner, _)| owner))?,
+        };
+        let outages = self
+            .inner
+            .outages
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let reason = outages.get(owner)?;
+        Some(
+            CallError::new(
+                ErrorKind::ServerUnavailable,
+                None,
+                format!(
+                    "The MCP server {owner:?} is unavailable ({reason}), so {selector} cannot be called in this run. Do not retry it."
+                ),
+            )
+            .recover(Recovery::DoNotRetry {
+                server: owner.to_string(),
+            }),
+        )
+    }
+
     /// Clears a server failure recorded by [`Gateway::mark_server_failed`].
     pub fn mark_server_recovered(&self, owner: &str) {
         self.inner
@@ -522,7 +561,9 @@ impl Gateway {
                             "direct": true,
                             "input_schema": direct.input_schema,
                         })),
-                        None => Err(request::lookup_error(error)),
+                        None => Err(self
+                            .outage_of_selector(&Value::String(selector.to_string()))
+                            .unwrap_or_else(|| request::lookup_error(error))),
                     }
                 }
             },
@@ -581,9 +622,15 @@ impl Gateway {
         state: &Arc<State>,
         request: &Value,
     ) -> Result<(Envelope, ToolRef), (CallOutcome, Option<ToolRef>)> {
-        // resolve
-        let parsed =
-            request::parse(&state.index, request).map_err(|e| (CallOutcome::Failed(e), None))?;
+        // resolve (a tool of an MCP server that is down answers with R-7.8's outage even when
+        // the server never listed it: the model must not loop searching for it)
+        let parsed = request::parse(&state.index, request).map_err(|e| {
+            let e = match e.kind {
+                ErrorKind::UnknownTool => self.outage_of_selector(request).unwrap_or(e),
+                _ => e,
+            };
+            (CallOutcome::Failed(e), None)
+        })?;
         let position = match parsed.target {
             Target::Catalog(position) => position,
             Target::Direct(id) => {
@@ -863,7 +910,7 @@ impl Gateway {
                     tool.id
                 ),
             ),
-            Ok(Ok(Ok(Err(error)))) => Err(CallOutcome::Failed(tool_failure(tool, error))),
+            Ok(Ok(Ok(Err(error)))) => Err(CallOutcome::Failed(self.tool_failure(tool, error))),
             Ok(Ok(Ok(Ok(output)))) => Ok(output),
         }
     }
@@ -1091,8 +1138,34 @@ fn server_down(tool: &Descriptor, reason: &str) -> CallError {
     })
 }
 
-/// A tool body's error as the model's error, keeping its kind: an upstream outage is not an
-/// ordinary tool failure.
+impl Gateway {
+    /// A tool body's error as the model's error, keeping its kind: an upstream failure is not
+    /// an ordinary tool failure. It is R-7.8's outage (do not retry) only when the server is
+    /// recorded as down; a connection lost during one call (the server is being restarted)
+    /// says so without telling the model to give up.
+    fn tool_failure(&self, tool: &Descriptor, error: ToolError) -> CallError {
+        if error.kind == FailureKind::UpstreamUnavailable {
+            let down = self
+                .inner
+                .outages
+                .read()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .get(&tool.owner)
+                .cloned();
+            return match down {
+                Some(reason) => server_down(tool, &reason),
+                None => CallError::new(
+                    ErrorKind::ServerUnavailable,
+                    Some(&tool.id),
+                    format!("{} failed: {}", tool.id, error.message),
+                ),
+            };
+        }
+        tool_failure(tool, error)
+    }
+}
+
+/// A tool body's error as the model's error, keeping its kind.
 fn tool_failure(tool: &Descriptor, error: ToolError) -> CallError {
     match error.kind {
         FailureKind::UpstreamUnavailable => server_down(tool, &error.message),

@@ -99,6 +99,8 @@ pub struct Described {
     pub input_schema: Value,
     /// The output schema, for trusted tools that declare one (`null` otherwise).
     pub output_schema: Option<Value>,
+    /// An MCP tool's behaviour hints, when its server gave any (omitted otherwise).
+    pub annotations: Option<Value>,
 }
 
 // Serialized through `into_json` (one field list) rather than `#[serde(flatten)]`, which buffers
@@ -132,6 +134,9 @@ impl Described {
             "output_schema".into(),
             self.output_schema.unwrap_or(Value::Null),
         );
+        if let Some(annotations) = self.annotations {
+            map.insert("annotations".into(), annotations);
+        }
         Value::Object(map)
     }
 }
@@ -318,6 +323,7 @@ pub fn describe(index: &SearchIndex, selector: &str) -> Result<Described, Lookup
         } else {
             None
         },
+        annotations: tool.annotations.clone(),
     })
 }
 

@@ -16,8 +16,8 @@
 //! decide what a call does (the gateway) or what the model sees (the surface).
 
 use std::path::PathBuf;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
 use serde_json::{Value, json};
@@ -294,13 +294,16 @@ impl SessionBuilder {
             }
             None => None,
         };
+        let (changes, _) = tokio::sync::watch::channel(0);
         Ok(Session {
             inner: Arc::new(Inner {
                 config,
+                context_tokens: self.context_tokens,
                 gateway,
-                surface,
+                surface: RwLock::new(Arc::new(surface)),
                 supervisor,
                 finished: AtomicBool::new(false),
+                changes,
             }),
         })
     }
@@ -350,10 +353,14 @@ async fn start_sandbox(
 
 struct Inner {
     config: Config,
+    context_tokens: Option<usize>,
     gateway: Gateway,
-    surface: Surface,
+    /// Swapped whole when the catalog changes ([`Session::replace_catalog`]).
+    surface: RwLock<Arc<Surface>>,
     supervisor: Option<Supervisor>,
     finished: AtomicBool,
+    /// Bumped on every catalog change whose declared tools differ.
+    changes: tokio::sync::watch::Sender<u64>,
 }
 
 /// One run: what the model is shown and what answers its calls. Cheap to clone; clones share
@@ -406,7 +413,7 @@ impl std::fmt::Debug for Session {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Session")
             .field("run_id", &self.inner.gateway.run().run_id)
-            .field("mode", &self.inner.surface.mode)
+            .field("mode", &self.surface().mode)
             .field("sandbox", &self.inner.supervisor.is_some())
             .finish()
     }
@@ -433,7 +440,7 @@ impl Session {
 
     /// The mode in force (after `auto` and the code fallback).
     pub fn mode(&self) -> Mode {
-        self.inner.surface.mode
+        self.surface().mode
     }
 
     /// The resolved configuration the run applies.
@@ -446,29 +453,71 @@ impl Session {
         &self.inner.gateway.run().run_id
     }
 
-    /// The surface: declared tools, prompt sections, the `auto` decision and fallback.
-    pub fn surface(&self) -> &Surface {
-        &self.inner.surface
+    /// The surface in force: declared tools, prompt sections, the `auto` decision and fallback.
+    pub fn surface(&self) -> Arc<Surface> {
+        self.inner
+            .surface
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone()
     }
 
     /// The declared tool definitions.
-    pub fn tool_definitions(&self) -> &[ToolDefinition] {
-        &self.inner.surface.tools
+    pub fn tool_definitions(&self) -> Vec<ToolDefinition> {
+        self.surface().tools.clone()
     }
 
     /// The tool definitions in a provider's format.
     pub fn tools(&self, format: Format) -> Value {
-        self.inner.surface.tools_json(format)
+        self.surface().tools_json(format)
     }
 
     /// The system-prompt sections this run adds (byte-stable for a snapshot, R-9.2).
-    pub fn prompt_sections(&self) -> &[PromptSection] {
-        &self.inner.surface.prompt
+    pub fn prompt_sections(&self) -> Vec<PromptSection> {
+        self.surface().prompt.clone()
     }
 
     /// The system-prompt text this run adds (empty in direct mode).
     pub fn system_prompt(&self) -> String {
-        self.inner.surface.system_prompt()
+        self.surface().system_prompt()
+    }
+
+    /// Replaces the run's catalog (an MCP server listed new tools, restarted or went away).
+    /// The mode stays what this run decided (`auto` decides once per run, R-9.6); the surface is
+    /// rebuilt over the new snapshot; calls already running keep the snapshot they started
+    /// with. Subscribers of [`Session::changes`] are told when the declared tools changed.
+    pub fn replace_catalog(&self, snapshot: CatalogSnapshot) -> Result<(), SessionError> {
+        let inner = &self.inner;
+        inner.gateway.replace_snapshot(snapshot)?;
+        let old = self.surface();
+        let mut config = inner.config.clone();
+        config.mode = old.mode;
+        let mut surface = Surface::build(
+            &inner.gateway.view(),
+            &SurfaceOptions {
+                config,
+                context_tokens: inner.context_tokens,
+                code: CodeAvailability::Available,
+            },
+        )?;
+        surface.requested_mode = old.requested_mode;
+        surface.auto = old.auto.clone();
+        surface.fallback = old.fallback.clone();
+        let changed = surface.tools != old.tools;
+        *inner
+            .surface
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = Arc::new(surface);
+        if changed {
+            inner.changes.send_modify(|generation| *generation += 1);
+        }
+        Ok(())
+    }
+
+    /// A receiver that changes whenever a catalog change altered the declared tools (an MCP
+    /// server adapter sends `notifications/tools/list_changed` then).
+    pub fn changes(&self) -> tokio::sync::watch::Receiver<u64> {
+        self.inner.changes.subscribe()
     }
 
     /// Whether this run can execute code cells (code mode with a working sandbox).
@@ -481,8 +530,7 @@ impl Session {
     /// a [`Reply::Failed`] worded for the controls the model has.
     pub async fn handle(&self, name: &str, arguments: &Value) -> Reply {
         let inner = &self.inner;
-        inner
-            .surface
+        self.surface()
             .dispatch(&inner.gateway, inner.supervisor.as_ref(), name, arguments)
             .await
             .into()
@@ -532,14 +580,13 @@ impl Session {
         let inner = &self.inner;
         match &inner.supervisor {
             Some(supervisor) => {
-                inner
-                    .surface
+                self.surface()
                     .run_cell(supervisor, &inner.gateway, code, timeout)
                     .await
             }
             None => CellResult::failed(
                 Outcome::WorkerSetupFailure {
-                    detail: match &inner.surface.fallback {
+                    detail: match &self.surface().fallback {
                         Some(reason) => reason.clone(),
                         None => format!("this run is in {} mode, not code mode", self.mode()),
                     },
@@ -552,7 +599,7 @@ impl Session {
     /// The bridge this run's code cells use (the gateway's call path, errors worded for
     /// `openclaw.tools.*`): for benchmarks and embedders that drive a sandbox of their own.
     pub fn bridge(&self) -> Arc<dyn Bridge> {
-        Arc::new(self.inner.surface.cell_bridge(&self.inner.gateway))
+        Arc::new(self.surface().cell_bridge(&self.inner.gateway))
     }
 
     /// Completes a client call handed out as [`Reply::ClientCall`] with the application's
@@ -595,6 +642,6 @@ impl Session {
     }
 
     fn failed(&self, error: CallError) -> Reply {
-        Reply::error(self.inner.surface.guidance().reword(error))
+        Reply::error(self.surface().guidance().reword(error))
     }
 }

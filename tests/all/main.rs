@@ -23,6 +23,8 @@ mod code_mode;
 mod config;
 /// The call path: shapes, validation, hooks, approvals, timeouts, scheduling, session log.
 mod gateway;
+/// MCP both ways: real npm servers as tool sources, faults, serve mode with real clients.
+mod mcp;
 /// Code mode's sandbox: escape corpus, hardening, limits, bridge, load.
 mod sandbox;
 /// One run for every entry point: one config's limits everywhere, recovery wording per mode,

@@ -146,7 +146,7 @@ fn every_mode_surface_snapshot() {
         opts.directory = style;
         let session = surface_of(&rt, small_catalog(), opts);
         let surface = session.surface();
-        insta::assert_snapshot!(format!("surface_{name}"), canonical(surface));
+        insta::assert_snapshot!(format!("surface_{name}"), canonical(&surface));
         // Untrusted text never reaches the system prompt.
         assert!(!surface.system_prompt().contains("UNTRUSTED"), "{name}");
         assert!(!surface.system_prompt().contains("create_issue"), "{name}");
@@ -209,9 +209,9 @@ fn long_tools(n: usize) -> Vec<Descriptor> {
 fn a_large_directory_shrinks_descriptions_then_drops_rows_and_everything_stays_reachable() {
     let rt = rt();
     let session = surface_of(&rt, long_tools(2_000), options(Mode::Directory));
-    let directory = &session
+    let directory = session
         .prompt_sections()
-        .iter()
+        .into_iter()
         .find(|s| s.name == "directory")
         .unwrap()
         .text;
@@ -289,9 +289,9 @@ fn the_namespace_index_is_bounded_and_never_leaks_denied_tools() {
     opts.directory = DirectoryStyle::Namespaces;
     let rt = rt();
     let session = build(&rt, tools, policy, opts, None).unwrap();
-    let index = &session
+    let index = session
         .prompt_sections()
-        .iter()
+        .into_iter()
         .find(|s| s.name == "namespace_index")
         .unwrap()
         .text;

@@ -1,0 +1,172 @@
+//! `toolsearch serve`: one session as an MCP server over stdio or streamable HTTP.
+//!
+//! stdio: stdout carries only JSON-RPC; everything else goes to stderr. `--http ADDR` serves
+//! `/mcp` and `/health` instead and prints the bound URL as the first line of stdout (so a
+//! script can use port 0). The process exits when the client disconnects (stdio) or on SIGTERM
+//! / Ctrl-C; the session is finished (`run_end`, sandbox stopped) and every MCP server child is
+//! killed with its process group before it does.
+
+use std::io::Write;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::{Context, Result};
+use clap::{Args, ValueEnum};
+use serde_json::json;
+
+use super::{CatalogArgs, ConfigArgs, build_session, session, start_upstreams};
+use crate::config::Mode;
+use crate::mcp::Status;
+use crate::mcp::serve::{HttpListener, ServeOptions, serve_stdio};
+use crate::telemetry::SessionLog;
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+enum ServeMode {
+    Tools,
+    Code,
+    Directory,
+    Auto,
+    Direct,
+}
+
+#[derive(Debug, Args)]
+pub(super) struct ServeArgs {
+    /// The surface to serve (default: the config's mode, else code).
+    #[arg(long, value_enum)]
+    mode: Option<ServeMode>,
+    /// Serve streamable HTTP at http://ADDR/mcp instead of stdio (e.g. 127.0.0.1:8765; port 0
+    /// picks a free one). A non-loopback address needs --auth-token.
+    #[arg(long, value_name = "ADDR")]
+    http: Option<SocketAddr>,
+    /// The bearer token HTTP clients must send (Authorization: Bearer TOKEN); also read from
+    /// the TOOLSEARCH_AUTH_TOKEN environment variable (which keeps it out of `ps`).
+    #[arg(long, value_name = "TOKEN")]
+    auth_token: Option<String>,
+    /// An extra Host name HTTP clients may use (repeatable; loopback names always work).
+    #[arg(long = "allowed-host", value_name = "HOST")]
+    allowed_hosts: Vec<String>,
+    /// Live HTTP sessions at most.
+    #[arg(long, default_value_t = 64)]
+    max_sessions: usize,
+    /// Seconds an idle HTTP session lives.
+    #[arg(long, default_value_t = 600)]
+    session_idle_secs: u64,
+    /// Tools per tools/list page.
+    #[arg(long, default_value_t = 100)]
+    page_size: usize,
+    /// Approve tools that require approval (e.g. MCP tools annotated destructive) when their id
+    /// or name matches this glob (repeatable); others are denied.
+    #[arg(long = "approve", value_name = "GLOB")]
+    approve: Vec<String>,
+    /// Append the redacted session log (JSONL) to this file.
+    #[arg(long, value_name = "FILE")]
+    session_log: Option<PathBuf>,
+    #[command(flatten)]
+    catalog: CatalogArgs,
+    #[command(flatten)]
+    config: ConfigArgs,
+    /// The binary that runs code-mode workers (default: this executable).
+    #[arg(long, hide = true)]
+    worker_binary: Option<PathBuf>,
+}
+
+pub(super) fn serve(args: ServeArgs) -> Result<ExitCode> {
+    let plan = session(&args.config, &args.catalog)?;
+    let options = ServeOptions {
+        page_size: args.page_size,
+        auth_token: args
+            .auth_token
+            .clone()
+            .or_else(|| std::env::var("TOOLSEARCH_AUTH_TOKEN").ok())
+            .filter(|t| !t.is_empty()),
+        allowed_hosts: args.allowed_hosts.clone(),
+        max_sessions: args.max_sessions,
+        session_idle: Duration::from_secs(args.session_idle_secs.max(1)),
+        ..ServeOptions::default()
+    };
+    let log = match &args.session_log {
+        Some(path) => SessionLog::to_file(path)
+            .with_context(|| format!("cannot open the session log {}", path.display()))?,
+        None => SessionLog::discard(),
+    };
+    let mode = args.mode.map(|mode| match mode {
+        ServeMode::Tools => Mode::Tools,
+        ServeMode::Code => Mode::Code,
+        ServeMode::Directory => Mode::Directory,
+        ServeMode::Auto => Mode::Auto,
+        ServeMode::Direct => Mode::Direct,
+    });
+    let approvals =
+        crate::gateway::GlobApprovals::new(&args.approve).map_err(anyhow::Error::msg)?;
+    let worker = match &args.worker_binary {
+        Some(path) => path.clone(),
+        None => std::env::current_exe().context("cannot locate the toolsearch executable")?,
+    };
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?
+        .block_on(async move {
+            // Bind first, so a bad address fails before any MCP server starts.
+            let listener = match args.http {
+                Some(addr) => Some(HttpListener::bind(addr, &options).await?),
+                None => None,
+            };
+            let upstreams = Arc::new(start_upstreams(&plan).await?);
+            let session = build_session(plan, &upstreams, |mut builder| {
+                builder = builder
+                    .session_log(log)
+                    .worker_binary(worker)
+                    .approvals(Arc::new(approvals));
+                if let Some(mode) = mode {
+                    builder = builder.mode(mode);
+                }
+                builder
+            })
+            .await?;
+            eprintln!(
+                "toolsearch: serving {} tool(s) in {} mode ({} declared)",
+                session.telemetry()["catalog_size"],
+                session.mode(),
+                session.tool_definitions().len()
+            );
+            let served = match listener {
+                Some(listener) => {
+                    let addr = listener.local_addr();
+                    let mut out = std::io::stdout().lock();
+                    writeln!(out, "http://{addr}/mcp")?;
+                    out.flush()?;
+                    drop(out);
+                    eprintln!(
+                        "toolsearch: MCP endpoint http://{addr}/mcp, health http://{addr}/health"
+                    );
+                    let health_upstreams = upstreams.clone();
+                    let health = Arc::new(move || {
+                        json!(
+                            health_upstreams
+                                .servers()
+                                .iter()
+                                .map(|server| {
+                                    let status = match server.status() {
+                                        Status::Starting => json!("starting"),
+                                        Status::Ready => json!("ready"),
+                                        Status::Down(reason) => json!({"down": reason}),
+                                        Status::Stopped => json!("stopped"),
+                                    };
+                                    (server.name().to_string(), status)
+                                })
+                                .collect::<serde_json::Map<_, _>>()
+                        )
+                    });
+                    listener.serve(session.clone(), &options, health).await
+                }
+                None => serve_stdio(session.clone(), &options).await,
+            };
+            session.finish().await;
+            upstreams.shutdown().await;
+            served?;
+            anyhow::Ok(ExitCode::SUCCESS)
+        })
+}

@@ -1,0 +1,519 @@
+//! Serve mode (SPEC ): one [`Session`] as an MCP server, over stdio or streamable HTTP.
+//!
+//! Owns: the MCP server handler (`tools/list` — paginated, [`ServeOptions::page_size`] per
+//! page — and `tools/call` answered by [`Session::handle`]; `notifications/tools/list_changed`
+//! when a catalog change altered the declared tools; progress notifications of upstream calls
+//! forwarded to the caller; a client's cancellation drops the call, which cancels it upstream),
+//! and the HTTP front: `/mcp` (rmcp's streamable-HTTP service: session ids, `DELETE`, `Host`
+//! and `Origin` validation against loopback names unless told otherwise, idle expiry), a bearer
+//! token when one is set (required for a non-loopback bind), a bounded number of live
+//! sessions, and `GET /health`. On SIGTERM or Ctrl-C it stops accepting, lets in-flight
+//! requests finish within a grace period, and returns so the caller can finish the session.
+//!
+//! Results: a control's JSON result is the call's `structuredContent` (an array is wrapped as
+//! `{"result": […]}`) and its compact text the content; a failure is `isError: true` with the
+//! worded message as text and the error object as `structuredContent`. A name that is neither
+//! declared nor resolvable is a protocol error (`-32602`, "Unknown tool").
+//! Never does: print anything but JSON-RPC on stdout in stdio mode (logs go to stderr).
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use http_body_util::{BodyExt, Full};
+use hyper::body::Bytes;
+use rmcp::handler::server::ServerHandler;
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, ErrorData as McpError,
+    Implementation, ListToolsResult, PaginatedRequestParams, ProgressNotificationParam,
+    ServerCapabilities, ServerConfig, Tool as McpTool,
+};
+use rmcp::service::{NotificationContext, RequestContext, RoleServer};
+use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
+use serde_json::{Value, json};
+
+use super::{PROGRESS, ProgressSink};
+use crate::config::Mode;
+use crate::session::{Reply, Session};
+use crate::surface::Format;
+
+/// How `serve` listens.
+#[derive(Debug, Clone)]
+pub struct ServeOptions {
+    /// Tools per `tools/list` page (default 100).
+    pub page_size: usize,
+    /// The bearer token HTTP clients must send (`Authorization: Bearer …`); required for a
+    /// non-loopback bind.
+    pub auth_token: Option<String>,
+    /// Extra `Host` names accepted (beyond localhost, 127.0.0.1 and ::1).
+    pub allowed_hosts: Vec<String>,
+    /// Live HTTP sessions at most (default 64); a new one beyond it gets 503.
+    pub max_sessions: usize,
+    /// An HTTP session idle this long is closed (default 10 minutes).
+    pub session_idle: Duration,
+    /// How long in-flight requests may finish after SIGTERM (default 10 s).
+    pub grace: Duration,
+}
+
+impl Default for ServeOptions {
+    fn default() -> Self {
+        ServeOptions {
+            page_size: 100,
+            auth_token: None,
+            allowed_hosts: Vec::new(),
+            max_sessions: 64,
+            session_idle: Duration::from_secs(600),
+            grace: Duration::from_secs(10),
+        }
+    }
+}
+
+/// A serve-mode failure (set-up; requests never fail the server).
+#[derive(Debug, thiserror::Error)]
+pub enum ServeError {
+    /// A non-loopback address without a token.
+    #[error(
+        "refusing to listen on {addr}: it is not a loopback address and no --auth-token was given (clients on the network could call your tools); pass --auth-token TOKEN or bind 127.0.0.1"
+    )]
+    NeedsToken {
+        /// The address asked for.
+        addr: SocketAddr,
+    },
+    /// The listener could not be bound.
+    #[error("cannot listen on {addr}: {source}")]
+    Bind {
+        /// The address.
+        addr: SocketAddr,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// The stdio transport failed to start.
+    #[error("the MCP stdio server failed: {0}")]
+    Stdio(String),
+}
+
+/// The MCP server handler over a session.
+#[derive(Clone)]
+pub struct Handler {
+    session: Session,
+    page_size: usize,
+}
+
+impl Handler {
+    /// A handler answering with `session`.
+    pub fn new(session: Session, options: &ServeOptions) -> Handler {
+        Handler {
+            session,
+            page_size: options.page_size.clamp(1, 10_000),
+        }
+    }
+}
+
+fn object(value: Value) -> Arc<serde_json::Map<String, Value>> {
+    match value {
+        Value::Object(map) => Arc::new(map),
+        _ => Arc::new(serde_json::Map::new()),
+    }
+}
+
+/// A reply as an MCP tool result.
+fn tool_result(reply: Reply) -> CallToolResult {
+    match reply {
+        Reply::Ok(value) => {
+            let text = value.to_string();
+            let structured = match value {
+                Value::Object(_) => value,
+                other => json!({"result": other}),
+            };
+            let mut result = CallToolResult::success(vec![ContentBlock::text(text)]);
+            result.structured_content = Some(structured);
+            result
+        }
+        Reply::Failed { body, .. } => {
+            let text = body["error"]["message"]
+                .as_str()
+                .map(str::to_string)
+                .unwrap_or_else(|| body.to_string());
+            let mut result = CallToolResult::error(vec![ContentBlock::text(text)]);
+            result.structured_content = Some(body);
+            result
+        }
+        Reply::ClientCall(call) => CallToolResult::error(vec![ContentBlock::text(format!(
+            "{} is a client tool: the application runs it, and no application is connected to this server",
+            call.tool.id
+        ))]),
+    }
+}
+
+impl ServerHandler for Handler {
+    fn get_info(&self) -> ServerConfig {
+        let capabilities = ServerCapabilities::builder()
+            .enable_tools()
+            .enable_tool_list_changed()
+            .build();
+        let mut info = ServerConfig::new(capabilities)
+            .with_server_info(Implementation::new("toolsearch", env!("CARGO_PKG_VERSION")));
+        let prompt = self.session.system_prompt();
+        if !prompt.is_empty() {
+            info = info.with_instructions(prompt);
+        }
+        info
+    }
+
+    async fn list_tools(
+        &self,
+        request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, McpError> {
+        let all = self.session.tools(Format::Anthropic);
+        let all = all.as_array().cloned().unwrap_or_default();
+        let start = match request.and_then(|r| r.cursor) {
+            None => 0,
+            Some(cursor) => cursor
+                .parse::<usize>()
+                .ok()
+                .filter(|start| *start < all.len())
+                .ok_or_else(|| {
+                    McpError::invalid_params(format!("unknown cursor {cursor:?}"), None)
+                })?,
+        };
+        let end = (start + self.page_size).min(all.len());
+        let tools = all[start..end]
+            .iter()
+            .map(|definition| {
+                McpTool::new(
+                    definition["name"].as_str().unwrap_or_default().to_string(),
+                    definition["description"]
+                        .as_str()
+                        .unwrap_or_default()
+                        .to_string(),
+                    object(definition["input_schema"].clone()),
+                )
+            })
+            .collect();
+        let mut result = ListToolsResult::with_all_items(tools);
+        if end < all.len() {
+            result.next_cursor = Some(end.to_string());
+        }
+        Ok(result)
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, McpError> {
+        let name = request.name.to_string();
+        let surface = self.session.surface();
+        if surface.target_of(&name).is_none() && surface.mode != Mode::Directory {
+            return Err(McpError::invalid_params(
+                format!("Unknown tool: {name}"),
+                None,
+            ));
+        }
+        let arguments = request
+            .arguments
+            .map(Value::Object)
+            .unwrap_or_else(|| json!({}));
+        let call = self.session.handle(&name, &arguments);
+        let reply = match context.meta.get_progress_token() {
+            Some(token) => {
+                let peer = context.peer.clone();
+                let sink: ProgressSink = Arc::new(move |progress, total, message| {
+                    let mut params = ProgressNotificationParam::new(token.clone(), progress);
+                    if let Some(total) = total {
+                        params = params.with_total(total);
+                    }
+                    if let Some(message) = message {
+                        params = params.with_message(message);
+                    }
+                    let peer = peer.clone();
+                    tokio::spawn(async move {
+                        let _ = peer.notify_progress(params).await;
+                    });
+                });
+                tokio::select! {
+                    reply = PROGRESS.scope(sink, call) => reply,
+                    _ = context.ct.cancelled() => return Err(cancelled()),
+                }
+            }
+            None => tokio::select! {
+                reply = call => reply,
+                _ = context.ct.cancelled() => return Err(cancelled()),
+            },
+        };
+        Ok(CallToolResponse::Complete(tool_result(reply)))
+    }
+
+    async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
+        let mut changes = self.session.changes();
+        let peer = context.peer.clone();
+        tokio::spawn(async move {
+            while changes.changed().await.is_ok() {
+                if peer.notify_tool_list_changed().await.is_err() {
+                    break;
+                }
+            }
+        });
+    }
+}
+
+fn cancelled() -> McpError {
+    McpError::internal_error("the request was cancelled", None)
+}
+
+/// Resolves on SIGTERM or Ctrl-C.
+pub async fn shutdown_signal() {
+    let terminate = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut signal) => {
+                signal.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    tokio::select! {
+        _ = tokio::signal::ctrl_c() => {}
+        _ = terminate => {}
+    }
+}
+
+/// Serves `session` over stdin/stdout until the client disconnects or a signal arrives.
+pub async fn serve_stdio(session: Session, options: &ServeOptions) -> Result<(), ServeError> {
+    use rmcp::ServiceExt;
+    let handler = Handler::new(session, options);
+    let running = match handler.serve(rmcp::transport::stdio()).await {
+        Ok(running) => running,
+        // The client left before initializing (stdin closed): nothing to serve, not a failure.
+        Err(rmcp::service::ServerInitializeError::ConnectionClosed(_)) => {
+            tracing::info!("the MCP client closed stdin before initializing");
+            return Ok(());
+        }
+        Err(e) => return Err(ServeError::Stdio(e.to_string())),
+    };
+    let token = running.cancellation_token();
+    let waiting = running.waiting();
+    tokio::pin!(waiting);
+    tokio::select! {
+        _ = &mut waiting => {}
+        _ = shutdown_signal() => {
+            token.cancel();
+            let _ = tokio::time::timeout(options.grace, &mut waiting).await;
+        }
+    }
+    Ok(())
+}
+
+/// What `/health` reports beside the session's own state (e.g. upstream servers).
+pub type HealthExtra = Arc<dyn Fn() -> Value + Send + Sync>;
+
+type Body = http_body_util::combinators::BoxBody<Bytes, std::convert::Infallible>;
+
+fn respond(status: u16, body: Value) -> hyper::Response<Body> {
+    let mut response = hyper::Response::new(Full::new(Bytes::from(body.to_string())).boxed());
+    *response.status_mut() =
+        hyper::StatusCode::from_u16(status).unwrap_or(hyper::StatusCode::INTERNAL_SERVER_ERROR);
+    response.headers_mut().insert(
+        hyper::header::CONTENT_TYPE,
+        hyper::header::HeaderValue::from_static("application/json"),
+    );
+    response
+}
+
+/// Constant-time comparison of the presented token with the expected one.
+fn token_matches(presented: &[u8], expected: &[u8]) -> bool {
+    if presented.len() != expected.len() {
+        return false;
+    }
+    presented
+        .iter()
+        .zip(expected)
+        .fold(0u8, |acc, (a, b)| acc | (a ^ b))
+        == 0
+}
+
+/// A bound HTTP listener, before serving (so callers can print the address first).
+pub struct HttpListener {
+    listener: tokio::net::TcpListener,
+    addr: SocketAddr,
+}
+
+impl HttpListener {
+    /// Binds `addr`; a non-loopback address needs a token.
+    pub async fn bind(
+        addr: SocketAddr,
+        options: &ServeOptions,
+    ) -> Result<HttpListener, ServeError> {
+        if !addr.ip().is_loopback() && options.auth_token.is_none() {
+            return Err(ServeError::NeedsToken { addr });
+        }
+        let listener = tokio::net::TcpListener::bind(addr)
+            .await
+            .map_err(|source| ServeError::Bind { addr, source })?;
+        let addr = listener
+            .local_addr()
+            .map_err(|source| ServeError::Bind { addr, source })?;
+        Ok(HttpListener { listener, addr })
+    }
+
+    /// The bound address (the port is known even when 0 was asked for).
+    pub fn local_addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// Serves `session` at `/mcp` (and `/health`) until a signal arrives.
+    pub async fn serve(
+        self,
+        session: Session,
+        options: &ServeOptions,
+        health: HealthExtra,
+    ) -> Result<(), ServeError> {
+        let HttpListener { listener, addr } = self;
+        let handler = Handler::new(session.clone(), options);
+        let mut manager = LocalSessionManager::default();
+        manager.session_config.keep_alive = Some(options.session_idle);
+        let manager = Arc::new(manager);
+        let port = addr.port();
+        let mut hosts: Vec<String> = vec!["localhost".into(), "127.0.0.1".into(), "::1".into()];
+        hosts.extend(options.allowed_hosts.iter().cloned());
+        if !addr.ip().is_loopback() && !addr.ip().is_unspecified() {
+            hosts.push(addr.ip().to_string());
+        }
+        let origins: Vec<String> = hosts
+            .iter()
+            .flat_map(|h| [format!("http://{h}:{port}"), format!("https://{h}:{port}")])
+            .collect();
+        let cancel = tokio_util::sync::CancellationToken::new();
+        let mut config = StreamableHttpServerConfig::default()
+            .with_allowed_hosts(hosts)
+            .with_allowed_origins(origins);
+        config.cancellation_token = cancel.clone();
+        let service = Arc::new(StreamableHttpService::new(
+            move || Ok(handler.clone()),
+            manager.clone(),
+            config,
+        ));
+        let token = options.auth_token.clone();
+        let max_sessions = options.max_sessions.max(1);
+        let graceful = hyper_util::server::graceful::GracefulShutdown::new();
+        let signal = shutdown_signal();
+        tokio::pin!(signal);
+        loop {
+            let (stream, _) = tokio::select! {
+                accepted = listener.accept() => match accepted {
+                    Ok(accepted) => accepted,
+                    Err(error) => {
+                        tracing::warn!(%error, "accept failed");
+                        continue;
+                    }
+                },
+                _ = &mut signal => break,
+            };
+            let service = service.clone();
+            let manager = manager.clone();
+            let token = token.clone();
+            let health = health.clone();
+            let session = session.clone();
+            let route = hyper::service::service_fn(
+                move |request: hyper::Request<hyper::body::Incoming>| {
+                    let service = service.clone();
+                    let manager = manager.clone();
+                    let token = token.clone();
+                    let health = health.clone();
+                    let session = session.clone();
+                    async move {
+                        Ok::<_, std::convert::Infallible>(
+                            route(
+                                request,
+                                &service,
+                                &manager,
+                                token.as_deref(),
+                                max_sessions,
+                                &health,
+                                &session,
+                            )
+                            .await,
+                        )
+                    }
+                },
+            );
+            let connection = hyper::server::conn::http1::Builder::new()
+                .serve_connection(hyper_util::rt::TokioIo::new(stream), route);
+            let connection = graceful.watch(connection);
+            tokio::spawn(async move {
+                let _ = connection.await;
+            });
+        }
+        // Stop accepting (the listener is dropped), end the MCP sessions, let in-flight
+        // requests finish within the grace period.
+        drop(listener);
+        cancel.cancel();
+        let _ = tokio::time::timeout(options.grace, graceful.shutdown()).await;
+        Ok(())
+    }
+}
+
+async fn route(
+    request: hyper::Request<hyper::body::Incoming>,
+    service: &StreamableHttpService<Handler, LocalSessionManager>,
+    manager: &LocalSessionManager,
+    token: Option<&str>,
+    max_sessions: usize,
+    health: &HealthExtra,
+    session: &Session,
+) -> hyper::Response<Body> {
+    match request.uri().path() {
+        "/health" => {
+            if request.method() != hyper::Method::GET {
+                return respond(405, json!({"error": "use GET /health"}));
+            }
+            let sessions = manager.sessions.read().await.len();
+            respond(
+                200,
+                json!({
+                    "status": "ok",
+                    "mode": session.mode().as_str(),
+                    "declared_tools": session.tool_definitions().len(),
+                    "catalog_size": session.telemetry()["catalog_size"],
+                    "http_sessions": sessions,
+                    "upstreams": health(),
+                }),
+            )
+        }
+        "/mcp" => {
+            if let Some(expected) = token {
+                let presented = request
+                    .headers()
+                    .get(hyper::header::AUTHORIZATION)
+                    .and_then(|v| v.to_str().ok())
+                    .and_then(|v| v.strip_prefix("Bearer "))
+                    .unwrap_or_default();
+                if !token_matches(presented.as_bytes(), expected.as_bytes()) {
+                    let mut response = respond(401, json!({"error": "a bearer token is required"}));
+                    response.headers_mut().insert(
+                        hyper::header::WWW_AUTHENTICATE,
+                        hyper::header::HeaderValue::from_static("Bearer"),
+                    );
+                    return response;
+                }
+            }
+            let new_session = request.method() == hyper::Method::POST
+                && !request.headers().contains_key("mcp-session-id");
+            if new_session && manager.sessions.read().await.len() >= max_sessions {
+                return respond(
+                    503,
+                    json!({"error": format!("too many MCP sessions (at most {max_sessions}); close one with DELETE /mcp or retry later")}),
+                );
+            }
+            let delete = request.method() == hyper::Method::DELETE;
+            let mut response = service.handle(request).await;
+            // A session closed by DELETE: 204 (clients expect 200 or 204, not 202).
+            if delete && response.status() == hyper::StatusCode::ACCEPTED {
+                *response.status_mut() = hyper::StatusCode::NO_CONTENT;
+            }
+            response
+        }
+        _ => respond(404, json!({"error": "not found; the MCP endpoint is /mcp"})),
+    }
+}

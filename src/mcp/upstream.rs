@@ -1,0 +1,862 @@
+//! One upstream MCP server: its connection, its tools, its failures and restarts (SPEC,
+//!
+//!
+//! Owns: starting the server (a child process that gets only the configured environment, in
+//! its own process group, killed with the group when the gateway drops it, or a streamable-HTTP
+//! connection), the MCP handshake and `tools/list` through every page within
+//! `startupTimeoutMs`, re-listing on `notifications/tools/list_changed`, draining the child's
+//! stderr into a bounded tail, the executor of each listed tool ([`McpTool`]: the raw name goes
+//! upstream, `callTimeoutMs` bounds the call and sends `notifications/cancelled`, a dropped call
+//! cancels too), and the supervisor loop: a server that fails to start or dies is marked down
+//! with the reason and — for a stdio server with `restart` — restarted with bounded exponential
+//! backoff (0.5 s doubling to 30 s); recovery clears the outage. An HTTP call that fails on the
+//! transport (an expired session answered 404 or 400) reconnects and is retried once.
+//! Never does: decide what the model sees, or word an error for it (the gateway and surface do).
+
+use std::collections::{HashMap, VecDeque};
+use std::sync::{Arc, Mutex, Weak};
+use std::time::Duration;
+
+use rmcp::model::{
+    CallToolRequestParams, CallToolResult, ClientCapabilities, ClientConfig, ClientRequest,
+    Implementation, PaginatedRequestParams, ProgressNotificationParam, Request, ServerResult,
+};
+use rmcp::service::{NotificationContext, Peer, PeerRequestOptions, RoleClient, RunningService};
+use rmcp::{ClientHandler, ServiceError, ServiceExt};
+use serde_json::{Map, Value, json};
+use tokio::io::AsyncBufReadExt;
+use tokio::io::AsyncReadExt;
+use tokio::sync::{Notify, watch};
+
+use super::ingest::{self, Filters};
+use super::{PROGRESS, ProgressSink};
+use crate::catalog::{
+    BoxFuture, CallContext, Descriptor, FailureKind, Tool, ToolError, ToolOutput,
+};
+use crate::config::{McpServer, McpTransport};
+
+/// Most `tools/list` pages followed per listing.
+pub const MAX_PAGES: usize = 100;
+/// Longest stderr line kept (longer ones are cut).
+pub const STDERR_LINE_BYTES: usize = 2 * 1024;
+/// Bytes of stderr kept per server (the most recent lines).
+pub const STDERR_TAIL_BYTES: usize = 16 * 1024;
+/// First restart delay; it doubles up to [`MAX_BACKOFF`].
+pub const FIRST_BACKOFF: Duration = Duration::from_millis(500);
+/// Longest restart delay.
+pub const MAX_BACKOFF: Duration = Duration::from_secs(30);
+/// Immediate restarts (no outage, no backoff) after a running server dies, before deaths count
+/// as failures with backoff; reset once a server has run for [`STABLE_AFTER`].
+pub const FAST_RESTARTS: u32 = 3;
+/// How long a server must run for its deaths to be answered by an immediate restart again.
+pub const STABLE_AFTER: Duration = Duration::from_secs(10);
+
+/// Where a server is.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Status {
+    /// Starting (or restarting): calls wait up to `startupTimeoutMs` for it.
+    Starting,
+    /// Connected; its tools are listed.
+    Ready,
+    /// Failed to start or died; calls answer with the outage (the reason).
+    Down(String),
+    /// Shut down with the gateway.
+    Stopped,
+}
+
+/// The recent stderr of a server, bounded per line and in total, control characters removed.
+#[derive(Debug, Default)]
+pub struct StderrTail {
+    lines: VecDeque<String>,
+    bytes: usize,
+}
+
+impl StderrTail {
+    fn push(&mut self, line: &str) {
+        let clean: String = line
+            .chars()
+            .filter(|c| !c.is_control() || *c == '\t')
+            .collect();
+        let mut clean = clean;
+        if clean.len() > STDERR_LINE_BYTES {
+            let mut end = STDERR_LINE_BYTES;
+            while !clean.is_char_boundary(end) {
+                end -= 1;
+            }
+            clean.truncate(end);
+            clean.push('…');
+        }
+        self.bytes += clean.len();
+        self.lines.push_back(clean);
+        while self.bytes > STDERR_TAIL_BYTES
+            && let Some(old) = self.lines.pop_front()
+        {
+            self.bytes -= old.len();
+        }
+    }
+
+    /// The last `n` lines, oldest first.
+    pub fn last(&self, n: usize) -> Vec<String> {
+        let skip = self.lines.len().saturating_sub(n);
+        self.lines.iter().skip(skip).cloned().collect()
+    }
+}
+
+/// The client side of one connection: list-changed and progress notifications.
+#[derive(Clone)]
+struct Events {
+    list_changed: Arc<Notify>,
+    progress: Arc<Mutex<HashMap<String, ProgressSink>>>,
+}
+
+impl ClientHandler for Events {
+    async fn on_tool_list_changed(&self, _context: NotificationContext<RoleClient>) {
+        self.list_changed.notify_one();
+    }
+
+    async fn on_progress(
+        &self,
+        params: ProgressNotificationParam,
+        _context: NotificationContext<RoleClient>,
+    ) {
+        let key = token_key(&params.progress_token);
+        let sink = lock(&self.progress).get(&key).cloned();
+        if let Some(sink) = sink {
+            sink(params.progress, params.total, params.message);
+        }
+    }
+
+    fn get_info(&self) -> ClientConfig {
+        ClientConfig::new(
+            ClientCapabilities::default(),
+            Implementation::new("toolsearch", env!("CARGO_PKG_VERSION")),
+        )
+    }
+}
+
+fn token_key(token: &rmcp::model::ProgressToken) -> String {
+    serde_json::to_string(token).unwrap_or_default()
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// A child process in its own process group; dropping it kills the whole group.
+struct ChildGroup {
+    child: tokio::process::Child,
+    pgid: Option<i32>,
+}
+
+impl ChildGroup {
+    fn kill(&mut self) {
+        if let Some(pgid) = self.pgid.take() {
+            // SAFETY: killpg on the group this child leads; harmless if it is already gone.
+            unsafe {
+                libc::killpg(pgid, libc::SIGKILL);
+            }
+        }
+        let _ = self.child.start_kill();
+    }
+}
+
+impl Drop for ChildGroup {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+/// A live connection: the service (whose end means the connection ended) and the child.
+struct Connection {
+    service: RunningService<RoleClient, Events>,
+    child: Option<ChildGroup>,
+}
+
+/// How serving a connection ended.
+enum Ended {
+    /// The gateway is stopping.
+    Stopped,
+    /// A call found the transport broken: reconnect at once (an HTTP session expired).
+    Reconnect,
+    /// The connection died, for this reason.
+    Died(String),
+}
+
+/// One configured MCP server.
+pub struct Upstream {
+    config: McpServer,
+    filters: Filters,
+    status: watch::Sender<Status>,
+    /// The live connection and its generation (one per connection, so a caller whose request
+    /// could not be sent can wait for the next one).
+    peer: Mutex<Option<(u64, Peer<RoleClient>)>>,
+    generation: std::sync::atomic::AtomicU64,
+    tools: Mutex<Vec<Descriptor>>,
+    issues: Mutex<Vec<String>>,
+    stderr: Arc<Mutex<StderrTail>>,
+    list_changed: Arc<Notify>,
+    progress: Arc<Mutex<HashMap<String, ProgressSink>>>,
+    /// Told whenever the tools or the status changed (the manager republishes the catalog).
+    changed: Arc<Notify>,
+    /// Asked by a call whose HTTP transport broke.
+    reconnect: Notify,
+    shutdown: watch::Sender<bool>,
+}
+
+impl std::fmt::Debug for Upstream {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Upstream")
+            .field("name", &self.config.name)
+            .field("status", &*self.status.borrow())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Upstream {
+    pub(crate) fn new(config: McpServer, filters: Filters, changed: Arc<Notify>) -> Arc<Upstream> {
+        let (status, _) = watch::channel(Status::Starting);
+        let (shutdown, _) = watch::channel(false);
+        Arc::new(Upstream {
+            config,
+            filters,
+            status,
+            peer: Mutex::new(None),
+            generation: std::sync::atomic::AtomicU64::new(0),
+            tools: Mutex::new(Vec::new()),
+            issues: Mutex::new(Vec::new()),
+            stderr: Arc::new(Mutex::new(StderrTail::default())),
+            list_changed: Arc::new(Notify::new()),
+            progress: Arc::new(Mutex::new(HashMap::new())),
+            changed,
+            reconnect: Notify::new(),
+            shutdown,
+        })
+    }
+
+    /// The server's name (the owner of its tools).
+    pub fn name(&self) -> &str {
+        &self.config.name
+    }
+
+    /// Where it is now.
+    pub fn status(&self) -> Status {
+        self.status.borrow().clone()
+    }
+
+    /// A receiver of its status.
+    pub fn watch_status(&self) -> watch::Receiver<Status> {
+        self.status.subscribe()
+    }
+
+    /// Its current tools (executors attached); empty until it first listed them.
+    pub fn tools(&self) -> Vec<Descriptor> {
+        lock(&self.tools).clone()
+    }
+
+    /// What the last listing skipped or repaired.
+    pub fn issues(&self) -> Vec<String> {
+        lock(&self.issues).clone()
+    }
+
+    /// The last lines it wrote on stderr (stdio servers), control characters removed.
+    pub fn stderr_tail(&self, lines: usize) -> Vec<String> {
+        lock(&self.stderr).last(lines)
+    }
+
+    fn set_status(&self, status: Status) {
+        self.status.send_replace(status);
+        self.changed.notify_one();
+    }
+
+    /// Stops the server: the supervisor loop ends and the child's process group is killed.
+    pub fn stop(&self) {
+        self.shutdown.send_replace(true);
+    }
+
+    /// The supervisor loop: start, list, serve, and restart after a failure (see the module
+    /// doc). Returns when the gateway stops the server.
+    pub(crate) async fn run(self: Arc<Upstream>) {
+        let mut shutdown = self.shutdown.subscribe();
+        let mut backoff = FIRST_BACKOFF;
+        // Deaths answered by an immediate restart since the server last ran for a while.
+        let mut fast_restarts = 0u32;
+        loop {
+            if *shutdown.borrow() {
+                break;
+            }
+            self.set_status(Status::Starting);
+            let started = tokio::select! {
+                started = tokio::time::timeout(self.config.startup_timeout, self.connect()) => started,
+                _ = shutdown.changed() => break,
+            };
+            let reason = match started {
+                Err(_elapsed) => format!(
+                    "it did not start within {} ms",
+                    self.config.startup_timeout.as_millis()
+                ),
+                Ok(Err(reason)) => reason,
+                Ok(Ok(connection)) => {
+                    backoff = FIRST_BACKOFF;
+                    self.set_status(Status::Ready);
+                    let up_since = std::time::Instant::now();
+                    let ended = self.serve(connection, &mut shutdown).await;
+                    *lock(&self.peer) = None;
+                    if up_since.elapsed() >= STABLE_AFTER {
+                        fast_restarts = 0;
+                    }
+                    match ended {
+                        Ended::Stopped => break,
+                        Ended::Reconnect => continue,
+                        Ended::Died(reason)
+                            if self.config.restart && fast_restarts < FAST_RESTARTS =>
+                        {
+                            // Restart at once, without marking an outage: calls wait for it.
+                            fast_restarts += 1;
+                            tracing::warn!(server = %self.config.name, reason = %self.with_stderr(reason), "MCP server died; restarting");
+                            continue;
+                        }
+                        Ended::Died(reason) => reason,
+                    }
+                }
+            };
+            let reason = self.with_stderr(reason);
+            // Reported once by whoever started the servers; this is the log line for operators.
+            tracing::info!(server = %self.config.name, %reason, "MCP server unavailable");
+            self.set_status(Status::Down(reason));
+            let restartable =
+                self.config.restart || matches!(self.config.transport, McpTransport::Http { .. });
+            if !restartable {
+                let _ = shutdown.wait_for(|stop| *stop).await;
+                break;
+            }
+            tokio::select! {
+                _ = tokio::time::sleep(backoff) => {}
+                _ = shutdown.changed() => break,
+            }
+            backoff = (backoff * 2).min(MAX_BACKOFF);
+        }
+        *lock(&self.peer) = None;
+        self.set_status(Status::Stopped);
+    }
+
+    /// Appends the last stderr line, when there is one, to a failure reason.
+    fn with_stderr(&self, reason: String) -> String {
+        match self.stderr_tail(1).pop() {
+            Some(line) if !line.trim().is_empty() => {
+                let line: String = line.chars().take(200).collect();
+                format!("{reason}; its last stderr line: {line}")
+            }
+            _ => reason,
+        }
+    }
+
+    /// Serves a live connection until it ends.
+    async fn serve(
+        self: &Arc<Self>,
+        connection: Connection,
+        shutdown: &mut watch::Receiver<bool>,
+    ) -> Ended {
+        let Connection { service, mut child } = connection;
+        let peer = service.peer().clone();
+        let quit = service.waiting();
+        tokio::pin!(quit);
+        loop {
+            tokio::select! {
+                _ = &mut quit => {
+                    return Ended::Died(exit_reason(child.as_mut()).await);
+                }
+                _ = self.reconnect.notified() => {
+                    return Ended::Reconnect;
+                }
+                _ = self.list_changed.notified() => {
+                    // Coalesce a burst of notifications into one listing.
+                    tokio::time::sleep(Duration::from_millis(20)).await;
+                    match tokio::time::timeout(self.config.startup_timeout, self.list(&peer)).await {
+                        Ok(Ok(())) => self.changed.notify_one(),
+                        Ok(Err(reason)) => tracing::warn!(server = %self.config.name, %reason, "re-listing failed"),
+                        Err(_) => tracing::warn!(server = %self.config.name, "re-listing timed out"),
+                    }
+                }
+                _ = shutdown.changed() => {
+                    if *shutdown.borrow() {
+                        return Ended::Stopped;
+                    }
+                }
+            }
+        }
+    }
+
+    /// Starts the transport, shakes hands and lists the tools.
+    async fn connect(self: &Arc<Self>) -> Result<Connection, String> {
+        let events = Events {
+            list_changed: self.list_changed.clone(),
+            progress: self.progress.clone(),
+        };
+        let (service, child) = match &self.config.transport {
+            McpTransport::Stdio {
+                command,
+                args,
+                env,
+                cwd,
+            } => {
+                let mut cmd = tokio::process::Command::new(command);
+                cmd.args(args)
+                    .env_clear()
+                    .envs(env)
+                    .stdin(std::process::Stdio::piped())
+                    .stdout(std::process::Stdio::piped())
+                    .stderr(std::process::Stdio::piped())
+                    .process_group(0)
+                    .kill_on_drop(true);
+                if let Some(cwd) = cwd {
+                    cmd.current_dir(cwd);
+                }
+                // SAFETY: only an async-signal-safe call between fork and exec.
+                unsafe {
+                    cmd.pre_exec(|| {
+                        // The child dies with the gateway even when the gateway is SIGKILLed.
+                        libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+                        Ok(())
+                    });
+                }
+                let mut child = cmd
+                    .spawn()
+                    .map_err(|e| format!("{command:?} could not be started: {e}"))?;
+                let pgid = child.id().and_then(|id| i32::try_from(id).ok());
+                let stdout = child.stdout.take();
+                let stdin = child.stdin.take();
+                if let Some(stderr) = child.stderr.take() {
+                    tokio::spawn(drain_stderr(
+                        stderr,
+                        self.stderr.clone(),
+                        self.config.name.clone(),
+                    ));
+                }
+                let mut group = ChildGroup { child, pgid };
+                let (Some(stdout), Some(stdin)) = (stdout, stdin) else {
+                    return Err("its stdio pipes could not be opened".into());
+                };
+                let transport =
+                    rmcp::transport::async_rw::AsyncRwTransport::new_client(stdout, stdin);
+                let service = match events.serve(transport).await {
+                    Ok(service) => service,
+                    Err(e) => {
+                        let exit = exit_reason(Some(&mut group)).await;
+                        return Err(format!("the MCP handshake failed ({e}); {exit}"));
+                    }
+                };
+                (service, Some(group))
+            }
+            McpTransport::Http { url, headers } => {
+                let mut custom = HashMap::new();
+                for (name, value) in headers {
+                    let name = http::HeaderName::try_from(name.as_str())
+                        .map_err(|e| format!("header {name:?} is not valid: {e}"))?;
+                    let value = http::HeaderValue::try_from(value.as_str())
+                        .map_err(|e| format!("the value of header {name} is not valid: {e}"))?;
+                    custom.insert(name, value);
+                }
+                super::install_tls_provider();
+                let config = rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig::with_uri(url.as_str())
+                    .custom_headers(custom);
+                let transport = rmcp::transport::StreamableHttpClientTransport::from_config(config);
+                let service = events
+                    .serve(transport)
+                    .await
+                    .map_err(|e| format!("the MCP handshake with {url} failed: {e}"))?;
+                (service, None)
+            }
+        };
+        let peer = service.peer().clone();
+        self.list(&peer).await?;
+        let generation = self
+            .generation
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+            + 1;
+        *lock(&self.peer) = Some((generation, peer));
+        Ok(Connection { service, child })
+    }
+
+    /// `tools/list` through every page; publishes the new tools.
+    async fn list(self: &Arc<Self>, peer: &Peer<RoleClient>) -> Result<(), String> {
+        let mut entries: Vec<Value> = Vec::new();
+        let mut cursor: Option<String> = None;
+        for _ in 0..MAX_PAGES {
+            let page = peer
+                .list_tools(Some(
+                    PaginatedRequestParams::default().with_cursor(cursor.clone()),
+                ))
+                .await
+                .map_err(|e| format!("tools/list failed: {e}"))?;
+            for tool in page.tools {
+                if let Ok(value) = serde_json::to_value(&tool) {
+                    entries.push(value);
+                }
+            }
+            match page.next_cursor {
+                Some(next) if !next.is_empty() && Some(&next) != cursor.as_ref() => {
+                    cursor = Some(next)
+                }
+                _ => {
+                    self.publish(&entries);
+                    return Ok(());
+                }
+            }
+        }
+        Err(format!("tools/list had more than {MAX_PAGES} pages"))
+    }
+
+    fn publish(self: &Arc<Self>, entries: &[Value]) {
+        let ingested = ingest::ingest(&self.config, &self.filters, entries);
+        for issue in &ingested.issues {
+            tracing::warn!(server = %self.config.name, "{issue}");
+        }
+        let tools: Vec<Descriptor> = ingested
+            .tools
+            .into_iter()
+            .map(|listed| {
+                listed.descriptor.tool(Arc::new(McpTool {
+                    upstream: Arc::downgrade(self),
+                    raw_name: listed.raw_name,
+                }))
+            })
+            .collect();
+        *lock(&self.tools) = tools;
+        *lock(&self.issues) = ingested.issues;
+    }
+
+    /// The live connection's peer, waiting (up to `startupTimeoutMs`) while the server starts.
+    /// The live connection once the server is ready; `not` skips a connection already found
+    /// broken (waiting for the restart instead).
+    async fn ready_peer(&self, not: Option<u64>) -> Result<(u64, Peer<RoleClient>), ToolError> {
+        let mut status = self.status.subscribe();
+        let waited = tokio::time::timeout(self.config.startup_timeout, async {
+            loop {
+                let current = status.borrow_and_update().clone();
+                match current {
+                    Status::Ready => {
+                        if let Some((generation, peer)) = lock(&self.peer).clone()
+                            && Some(generation) != not
+                        {
+                            return Ok((generation, peer));
+                        }
+                    }
+                    Status::Down(reason) => return Err(reason),
+                    Status::Stopped => return Err("the gateway stopped it".to_string()),
+                    Status::Starting => {}
+                }
+                if status.changed().await.is_err() {
+                    return Err("the gateway stopped it".to_string());
+                }
+            }
+        })
+        .await;
+        match waited {
+            Ok(Ok(peer)) => Ok(peer),
+            Ok(Err(reason)) => Err(ToolError::of(
+                FailureKind::UpstreamUnavailable,
+                format!("the MCP server {:?} is down: {reason}", self.config.name),
+            )),
+            Err(_) => Err(ToolError::of(
+                FailureKind::UpstreamUnavailable,
+                format!(
+                    "the MCP server {:?} did not come up within {} ms",
+                    self.config.name,
+                    self.config.startup_timeout.as_millis()
+                ),
+            )),
+        }
+    }
+
+    /// Calls `raw_name` upstream (see [`McpTool`]).
+    async fn call(&self, raw_name: &str, args: Value) -> Result<ToolOutput, ToolError> {
+        let arguments = match args {
+            Value::Object(map) => map,
+            Value::Null => Map::new(),
+            other => {
+                return Err(ToolError::of(
+                    FailureKind::BadArguments,
+                    format!(
+                        "MCP tool arguments must be an object, got {}",
+                        crate::catalog::json_kind(&other)
+                    ),
+                ));
+            }
+        };
+        let http = matches!(self.config.transport, McpTransport::Http { .. });
+        let mut retried = false;
+        let mut broken = None;
+        loop {
+            let (generation, peer) = self.ready_peer(broken).await?;
+            match self.call_once(&peer, raw_name, arguments.clone()).await {
+                Err(Broken::NotSent(_)) if !retried => {
+                    // The connection died before the request left (e.g. just after a crash the
+                    // supervisor has not seen yet): nothing ran upstream, so wait for the
+                    // restart and send it once more.
+                    retried = true;
+                    broken = Some(generation);
+                    if http {
+                        self.reconnect.notify_one();
+                    }
+                    continue;
+                }
+                Err(Broken::NotSent(reason)) => {
+                    return Err(ToolError::of(
+                        FailureKind::UpstreamUnavailable,
+                        format!(
+                            "the MCP server {:?} could not be reached ({reason})",
+                            self.config.name
+                        ),
+                    ));
+                }
+                Err(Broken::Transport(reason)) => {
+                    if http && !retried {
+                        // An expired session (404, or 400 from some servers): re-initialize
+                        // and retry once.
+                        retried = true;
+                        self.reconnect.notify_one();
+                        tokio::time::sleep(Duration::from_millis(10)).await;
+                        continue;
+                    }
+                    return Err(ToolError::of(
+                        FailureKind::UpstreamUnavailable,
+                        format!(
+                            "the MCP server {:?} stopped answering during the call ({reason})",
+                            self.config.name
+                        ),
+                    ));
+                }
+                Err(Broken::Tool(error)) => return Err(error),
+                Ok(output) => return Ok(output),
+            }
+        }
+    }
+
+    async fn call_once(
+        &self,
+        peer: &Peer<RoleClient>,
+        raw_name: &str,
+        arguments: Map<String, Value>,
+    ) -> Result<ToolOutput, Broken> {
+        let params = CallToolRequestParams::new(raw_name.to_string()).with_arguments(arguments);
+        let request = ClientRequest::CallToolRequest(Request::new(params));
+        let mut options = PeerRequestOptions::no_options();
+        options.timeout = Some(self.config.call_timeout);
+        let handle = peer
+            .send_request_with_option(request, options)
+            .await
+            .map_err(|e| Broken::NotSent(e.to_string()))?;
+        // Progress notifications of this request go to the caller's sink, if it has one.
+        let token = token_key(&handle.progress_token);
+        let registered = PROGRESS
+            .try_with(|sink| lock(&self.progress).insert(token.clone(), sink.clone()))
+            .is_ok();
+        let mut cancel = CancelOnDrop {
+            peer: Some(peer.clone()),
+            id: handle.id.clone(),
+        };
+        let answer = handle.await_response().await;
+        cancel.peer = None;
+        if registered {
+            lock(&self.progress).remove(&token);
+        }
+        match answer {
+            Ok(ServerResult::CallToolResult(result)) => result_output(&self.config.name, result),
+            Ok(other) => Err(Broken::Tool(ToolError::new(format!(
+                "the MCP server {:?} answered tools/call with something else ({})",
+                self.config.name,
+                serde_json::to_string(&other)
+                    .unwrap_or_default()
+                    .chars()
+                    .take(200)
+                    .collect::<String>()
+            )))),
+            Err(ServiceError::Timeout { timeout }) => Err(Broken::Tool(ToolError::of(
+                FailureKind::Timeout,
+                format!(
+                    "the MCP server {:?} did not answer within {} ms; the call was cancelled",
+                    self.config.name,
+                    timeout.as_millis()
+                ),
+            ))),
+            Err(ServiceError::McpError(error)) => {
+                let kind = if error.code == rmcp::model::ErrorCode::INVALID_PARAMS {
+                    FailureKind::BadArguments
+                } else {
+                    FailureKind::ToolFailed
+                };
+                Err(Broken::Tool(ToolError::of(
+                    kind,
+                    format!(
+                        "the MCP server {:?} refused the call: {}",
+                        self.config.name, error.message
+                    ),
+                )))
+            }
+            Err(ServiceError::TransportClosed) => {
+                Err(Broken::Transport("its connection closed".into()))
+            }
+            Err(ServiceError::TransportSend(e)) => Err(Broken::Transport(e.to_string())),
+            Err(other) => Err(Broken::Tool(ToolError::new(format!(
+                "the call to the MCP server {:?} failed: {other}",
+                self.config.name
+            )))),
+        }
+    }
+}
+
+/// Why a call did not produce a result.
+enum Broken {
+    /// The request never left: the connection was already gone.
+    NotSent(String),
+    /// The transport is gone (retry on a new connection for HTTP).
+    Transport(String),
+    /// A definite answer: the tool's error.
+    Tool(ToolError),
+}
+
+/// Sends `notifications/cancelled` for a request whose caller went away (the call was dropped:
+/// the model's client cancelled, a cell ended, a gateway timeout fired).
+struct CancelOnDrop {
+    peer: Option<Peer<RoleClient>>,
+    id: rmcp::model::RequestId,
+}
+
+impl Drop for CancelOnDrop {
+    fn drop(&mut self) {
+        let Some(peer) = self.peer.take() else {
+            return;
+        };
+        let id = self.id.clone();
+        if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+            runtime.spawn(async move {
+                let _ = peer
+                    .notify_cancelled(rmcp::model::CancelledNotificationParam::new(
+                        Some(id),
+                        Some("the caller cancelled the call".into()),
+                    ))
+                    .await;
+            });
+        }
+    }
+}
+
+/// A `tools/call` result as the catalog's output: text content joined, `structuredContent` (or
+/// the non-text content) as details; `isError: true` is the tool's own error.
+fn result_output(server: &str, result: CallToolResult) -> Result<ToolOutput, Broken> {
+    let mut texts: Vec<String> = Vec::new();
+    let mut other: Vec<Value> = Vec::new();
+    for block in &result.content {
+        let value = serde_json::to_value(block).unwrap_or(Value::Null);
+        match value.get("type").and_then(Value::as_str) {
+            Some("text") => texts.push(
+                value
+                    .get("text")
+                    .and_then(Value::as_str)
+                    .unwrap_or_default()
+                    .to_string(),
+            ),
+            _ => other.push(value),
+        }
+    }
+    let text = texts.join("\n");
+    if result.is_error == Some(true) {
+        let message = if text.is_empty() {
+            format!("the MCP server {server:?} reported an error without text")
+        } else {
+            text
+        };
+        return Err(Broken::Tool(ToolError::new(message)));
+    }
+    let details = match result.structured_content {
+        Some(structured) => Some(structured),
+        None if !other.is_empty() => Some(json!({"content": other})),
+        None => None,
+    };
+    Ok(ToolOutput {
+        text: (!text.is_empty()).then_some(text),
+        details,
+    })
+}
+
+/// Why a connection ended: the child's exit, when there is a child.
+async fn exit_reason(child: Option<&mut ChildGroup>) -> String {
+    match child {
+        Some(group) => {
+            match tokio::time::timeout(Duration::from_secs(2), group.child.wait()).await {
+                Ok(Ok(status)) => format!("it exited ({status})"),
+                Ok(Err(e)) => format!("it stopped ({e})"),
+                Err(_) => "its connection closed".to_string(),
+            }
+        }
+        None => "its connection closed".to_string(),
+    }
+}
+
+/// Drains a child's stderr line by line into its bounded tail (never blocks the child).
+async fn drain_stderr(
+    stderr: tokio::process::ChildStderr,
+    tail: Arc<Mutex<StderrTail>>,
+    server: String,
+) {
+    let mut reader = tokio::io::BufReader::new(stderr);
+    let mut line = Vec::with_capacity(256);
+    loop {
+        line.clear();
+        let read = (&mut reader)
+            .take(STDERR_LINE_BYTES as u64 + 1)
+            .read_until(b'\n', &mut line)
+            .await;
+        match read {
+            Ok(0) | Err(_) => return,
+            Ok(_) => {
+                if line.last() != Some(&b'\n') && line.len() > STDERR_LINE_BYTES {
+                    // Skip the rest of an over-long line.
+                    let mut rest = Vec::new();
+                    loop {
+                        rest.clear();
+                        match (&mut reader)
+                            .take(64 * 1024)
+                            .read_until(b'\n', &mut rest)
+                            .await
+                        {
+                            Ok(0) | Err(_) => break,
+                            Ok(_) if rest.last() == Some(&b'\n') => break,
+                            Ok(_) => {}
+                        }
+                    }
+                }
+                let text = String::from_utf8_lossy(&line);
+                let text = text.trim_end();
+                tracing::debug!(server = %server, "stderr: {}", text.escape_debug());
+                lock(&tail).push(text);
+            }
+        }
+    }
+}
+
+/// The executor of one listed MCP tool: the raw name goes upstream.
+struct McpTool {
+    upstream: Weak<Upstream>,
+    raw_name: String,
+}
+
+impl Tool for McpTool {
+    fn call<'a>(
+        &'a self,
+        _ctx: &'a CallContext,
+        args: Value,
+    ) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
+        Box::pin(async move {
+            let Some(upstream) = self.upstream.upgrade() else {
+                return Err(ToolError::of(
+                    FailureKind::UpstreamUnavailable,
+                    "its MCP server was shut down",
+                ));
+            };
+            upstream.call(&self.raw_name, args).await
+        })
+    }
+}

@@ -1,0 +1,774 @@
+//! MCP both ways against real servers from the npm registry (`tests/fixtures/mcp`, installed by
+//! `npm ci` there), our own small test server for what they never do, and real MCP clients (the
+//! official Python SDK and the MCP Inspector CLI) against `toolsearch serve`.
+
+use std::io::{BufRead, BufReader};
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use pretty_assertions::assert_eq;
+use serde_json::{Value, json};
+use toolsearch::{
+    Config, FailureKind, GlobApprovals, Mode, Reply, Session, UpstreamStatus, Upstreams,
+};
+
+use crate::support::{BIN, rt};
+
+/// `tests/fixtures/mcp`, where `npm ci` installed the servers.
+fn fixtures() -> PathBuf {
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/mcp");
+    assert!(
+        dir.join("node_modules/@modelcontextprotocol/server-everything")
+            .is_dir(),
+        "the MCP test servers are not installed: run `npm ci` in {} (.ci/run does)",
+        dir.display()
+    );
+    dir
+}
+
+fn module(path: &str) -> String {
+    fixtures()
+        .join("node_modules")
+        .join(path)
+        .display()
+        .to_string()
+}
+
+fn test_server(args: &[&str]) -> Value {
+    let mut all = vec![
+        fixtures()
+            .join("servers/testserver.mjs")
+            .display()
+            .to_string(),
+    ];
+    all.extend(args.iter().map(|a| a.to_string()));
+    json!({"command": "node", "args": all})
+}
+
+fn everything() -> Value {
+    json!({"command": "node", "args": [module("@modelcontextprotocol/server-everything/dist/index.js"), "stdio"]})
+}
+
+/// A run over `servers` (a JSON object of named server configs) in `mode`.
+struct Run {
+    rt: tokio::runtime::Runtime,
+    upstreams: Upstreams,
+    session: Session,
+}
+
+impl Run {
+    fn new(servers: Value, mode: Mode) -> Run {
+        Run::with(servers, mode, &[])
+    }
+
+    fn with(servers: Value, mode: Mode, approve: &[&str]) -> Run {
+        let config = Config::from_value(&json!({"mcp": {"servers": servers}}), None).unwrap();
+        let rt = rt();
+        let approvals =
+            GlobApprovals::new(&approve.iter().map(|a| a.to_string()).collect::<Vec<_>>()).unwrap();
+        let (upstreams, session) = rt.block_on(async {
+            let upstreams = Upstreams::start(&config.mcp).unwrap();
+            upstreams.ready().await;
+            let session = Session::builder(config)
+                .mode(mode)
+                .catalog(upstreams.catalog(&[]))
+                .approvals(Arc::new(approvals))
+                .worker_binary(BIN)
+                .warm_pool(0)
+                .build()
+                .await
+                .unwrap();
+            upstreams.attach(&session, Vec::new());
+            (upstreams, session)
+        });
+        Run {
+            rt,
+            upstreams,
+            session,
+        }
+    }
+
+    fn handle(&self, name: &str, args: Value) -> Reply {
+        self.rt.block_on(self.session.handle(name, &args))
+    }
+
+    fn call(&self, id: &str, args: Value) -> Reply {
+        self.rt
+            .block_on(self.session.call(&json!({"id": id, "args": args})))
+    }
+
+    fn search(&self, query: &str) -> Vec<String> {
+        let hits = self.session.search(&json!({"query": query})).body();
+        hits.as_array()
+            .unwrap()
+            .iter()
+            .map(|h| h["id"].as_str().unwrap().to_string())
+            .collect()
+    }
+
+    fn cell(&self, code: &str) -> Value {
+        self.rt
+            .block_on(self.session.run_cell(code, None))
+            .to_json()
+    }
+
+    fn status(&self, name: &str) -> UpstreamStatus {
+        self.upstreams
+            .servers()
+            .iter()
+            .find(|s| s.name() == name)
+            .unwrap()
+            .status()
+    }
+
+    /// Waits (bounded) until `check` holds.
+    fn eventually(&self, what: &str, mut check: impl FnMut(&Run) -> bool) {
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while !check(self) {
+            assert!(Instant::now() < deadline, "timed out waiting for {what}");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+}
+
+impl Drop for Run {
+    fn drop(&mut self) {
+        self.rt.block_on(async {
+            self.session.finish().await;
+            self.upstreams.shutdown().await;
+        });
+    }
+}
+
+fn text(reply: &Reply) -> String {
+    match reply {
+        Reply::Ok(body) => body["result"]["text"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string(),
+        other => panic!("expected a result, got {other:?}"),
+    }
+}
+
+fn failure(reply: &Reply) -> (FailureKind, String) {
+    match reply {
+        Reply::Failed { kind, body, .. } => (
+            *kind,
+            body["error"]["message"]
+                .as_str()
+                .unwrap_or_default()
+                .to_string(),
+        ),
+        other => panic!("expected a failure, got {other:?}"),
+    }
+}
+
+fn reference_servers(dir: &std::path::Path) -> Value {
+    json!({
+        "everything": everything(),
+        "memory": {"command": "node", "args": [module("@modelcontextprotocol/server-memory/dist/index.js")],
+                   "env": {"MEMORY_FILE_PATH": dir.join("memory.jsonl").display().to_string()}},
+        "filesystem": {"command": "node", "args": [module("@modelcontextprotocol/server-filesystem/dist/index.js"), dir.join("files").display().to_string()]},
+    })
+}
+
+#[test]
+fn reference_servers_are_untrusted_searchable_and_callable() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir(dir.path().join("files")).unwrap();
+    let run = Run::new(reference_servers(dir.path()), Mode::Tools);
+    for server in ["everything", "memory", "filesystem"] {
+        assert_eq!(run.status(server), UpstreamStatus::Ready, "{server}");
+    }
+    assert_eq!(
+        run.search("sum of two numbers")[0],
+        "mcp:everything:get-sum"
+    );
+    assert!(
+        run.search("create entities in the knowledge graph")
+            .contains(&"mcp:memory:create_entities".to_string())
+    );
+    assert!(
+        run.search("write a file")
+            .contains(&"mcp:filesystem:write_file".to_string())
+    );
+    // Untrusted: no signature in hits, nothing of theirs in the system prompt.
+    let hits = run
+        .session
+        .search(&json!({"query": "sum of two numbers"}))
+        .body();
+    assert_eq!(hits[0]["input"], "unknown");
+    assert!(!run.session.system_prompt().contains("get-sum"));
+
+    let reply = run.handle(
+        "tool_call",
+        json!({"id": "mcp:everything:get-sum", "args": {"a": 2, "b": 3}}),
+    );
+    assert_eq!(text(&reply), "The sum of 2 and 3 is 5.");
+
+    // Entities created in one call are found by another.
+    let created = run.call(
+        "mcp:memory:create_entities",
+        json!({"entities": [{"name": "Zanzibar Release", "entityType": "project", "observations": ["ships in May"]}]}),
+    );
+    assert!(matches!(created, Reply::Ok(_)), "{created:?}");
+    let found = run.call("mcp:memory:search_nodes", json!({"query": "Zanzibar"}));
+    let Reply::Ok(body) = &found else {
+        panic!("{found:?}")
+    };
+    assert!(body.to_string().contains("ships in May"), "{body}");
+    // structuredContent is kept as the result's details.
+    assert!(body["result"]["details"].is_object(), "{body}");
+
+    // A path outside the allowed directory is the tool's own error.
+    let outside = run.call(
+        "mcp:filesystem:read_text_file",
+        json!({"path": "/etc/hostname"}),
+    );
+    let (kind, message) = failure(&outside);
+    assert_eq!(kind, FailureKind::ToolFailed);
+    assert!(message.contains("Access denied"), "{message}");
+
+    // write_file is annotated destructive: it needs approval, and there is none (fail closed).
+    let denied = run.call(
+        "mcp:filesystem:write_file",
+        json!({"path": dir.path().join("files/a.txt").display().to_string(), "content": "x"}),
+    );
+    assert_eq!(failure(&denied).0, FailureKind::ApprovalDenied);
+}
+
+#[test]
+fn one_code_cell_orchestrates_tools_of_several_servers() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir(dir.path().join("files")).unwrap();
+    let run = Run::with(
+        reference_servers(dir.path()),
+        Mode::Code,
+        &["mcp:filesystem:write_file"],
+    );
+    let path = dir.path().join("files/note.txt").display().to_string();
+    let code = format!(
+        r#"
+        const sum = await openclaw.tools.call("mcp:everything:get-sum", {{a: 2, b: 3}});
+        await openclaw.tools.call("mcp:filesystem:write_file", {{path: {path:?}, content: sum.result.text}});
+        const back = await openclaw.tools.call("mcp:filesystem:read_text_file", {{path: {path:?}}});
+        return {{sum: sum.result.text, back: back.result.text}};
+        "#
+    );
+    let result = run.cell(&code);
+    assert_eq!(result["ok"], true, "{result}");
+    assert_eq!(result["value"]["sum"], "The sum of 2 and 3 is 5.");
+    assert_eq!(result["value"]["back"], "The sum of 2 and 3 is 5.");
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("files/note.txt")).unwrap(),
+        "The sum of 2 and 3 is 5."
+    );
+}
+
+#[test]
+fn every_page_of_tools_list_is_followed_and_list_changed_adds_tools_live() {
+    let run = Run::new(
+        json!({"paged": test_server(&["--pages", "3", "--fillers", "20"])}),
+        Mode::Tools,
+    );
+    // 10 own tools + 20 fillers over 3 pages.
+    assert_eq!(run.session.telemetry()["catalog_size"], 30);
+    assert_eq!(
+        run.search("filler tool number 19 widgets")[0],
+        "mcp:paged:filler_019"
+    );
+    // An odd upstream name is escaped, and the raw name is what the server receives.
+    assert!(
+        run.search("destructive odd name")
+            .contains(&"mcp:paged:_x_erase_20everything".to_string())
+    );
+
+    assert!(run.search("zebra counting").is_empty());
+    let grown = run.call("mcp:paged:grow", json!({}));
+    assert_eq!(text(&grown), "grown");
+    run.eventually("the new tool to be searchable", |run| {
+        run.search("zebra counting").first().map(String::as_str)
+            == Some("mcp:paged:late_arrival_tool")
+    });
+    assert_eq!(
+        text(&run.call("mcp:paged:late_arrival_tool", json!({}))),
+        "late but here"
+    );
+    assert_eq!(run.session.telemetry()["catalog_size"], 31);
+}
+
+#[test]
+fn a_server_that_exits_at_start_answers_with_the_outage_and_others_keep_working() {
+    let run = Run::new(
+        json!({
+            "broken": {"command": "node", "args": [fixtures().join("servers/testserver.mjs").display().to_string(), "--exit-at-start", "3"], "restart": false},
+            "everything": everything(),
+        }),
+        Mode::Tools,
+    );
+    let UpstreamStatus::Down(reason) = run.status("broken") else {
+        panic!("{:?}", run.status("broken"))
+    };
+    assert!(reason.contains("exit status: 3"), "{reason}");
+    assert!(
+        reason.contains("configured to fail at start"),
+        "the stderr tail: {reason}"
+    );
+    for selector in ["mcp:broken:anything", "broken__anything"] {
+        let reply = run.handle("tool_call", json!({"id": selector, "args": {}}));
+        let (kind, message) = failure(&reply);
+        assert_eq!(kind, FailureKind::UpstreamUnavailable);
+        assert!(
+            message.contains("The MCP server \"broken\" is unavailable"),
+            "{message}"
+        );
+        assert!(message.contains("Do not retry it"), "{message}");
+    }
+    assert_eq!(
+        text(&run.call("mcp:everything:get-sum", json!({"a": 2, "b": 3}))),
+        "The sum of 2 and 3 is 5."
+    );
+}
+
+#[test]
+fn a_server_killed_mid_call_errors_naming_it_and_works_again_after_the_restart() {
+    let run = Run::new(
+        json!({"fragile": test_server(&["--name", "fragile"])}),
+        Mode::Tools,
+    );
+    let first_pid = text(&run.call("mcp:fragile:pid", json!({})));
+    let crashed = run.call("mcp:fragile:crash", json!({}));
+    let (kind, message) = failure(&crashed);
+    assert_eq!(kind, FailureKind::UpstreamUnavailable);
+    assert!(message.contains("\"fragile\""), "{message}");
+    // The next call waits for the restart and succeeds on a new process.
+    let again = run.call("mcp:fragile:pid", json!({}));
+    let second_pid = text(&again);
+    assert_ne!(first_pid, second_pid);
+    assert_eq!(run.status("fragile"), UpstreamStatus::Ready);
+}
+
+#[test]
+fn garbage_on_stdout_is_skipped() {
+    let run = Run::new(
+        json!({"noisy": test_server(&["--garbage", "--pages", "2", "--fillers", "5"])}),
+        Mode::Tools,
+    );
+    assert_eq!(run.status("noisy"), UpstreamStatus::Ready);
+    assert_eq!(run.session.telemetry()["catalog_size"], 15);
+    assert_eq!(
+        text(&run.call("mcp:noisy:echo", json!({"text": "still here"}))),
+        "still here"
+    );
+}
+
+#[test]
+fn startup_and_call_timeouts_fire_and_no_other_server_waits() {
+    let started = Instant::now();
+    let run = Run::new(
+        json!({
+            "silent": {"command": "node", "args": [fixtures().join("servers/testserver.mjs").display().to_string(), "--hang"],
+                       "startupTimeoutMs": 1500, "restart": false},
+            "slow": {"command": "node", "args": [fixtures().join("servers/testserver.mjs").display().to_string()],
+                     "callTimeoutMs": 1000},
+        }),
+        Mode::Tools,
+    );
+    // Both servers started at once: the wait was the silent one's startup timeout, not a sum.
+    assert!(
+        started.elapsed() < Duration::from_secs(10),
+        "{:?}",
+        started.elapsed()
+    );
+    let UpstreamStatus::Down(reason) = run.status("silent") else {
+        panic!("{:?}", run.status("silent"))
+    };
+    assert!(reason.contains("did not start within 1500 ms"), "{reason}");
+    // A call that never returns is cancelled at its timeout…
+    let slept = run.call("mcp:slow:sleep", json!({"ms": 60000}));
+    let (kind, message) = failure(&slept);
+    assert_eq!(kind, FailureKind::Timeout);
+    assert!(
+        message.contains("did not answer within 1000 ms"),
+        "{message}"
+    );
+    // …with notifications/cancelled, which the server saw.
+    run.eventually("the cancellation to arrive", |run| {
+        text(&run.call("mcp:slow:cancellations", json!({}))) == "1"
+    });
+    // Meanwhile calls of the same server are not held up by a hung one.
+    let rt = &run.rt;
+    let (hung, quick) = rt.block_on(async {
+        let hung_args = json!({"id": "mcp:slow:sleep", "args": {"ms": 60000}});
+        let hung = run.session.call(&hung_args);
+        let quick = async {
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            let at = Instant::now();
+            let reply = run
+                .session
+                .call(&json!({"id": "mcp:slow:echo", "args": {"text": "fast"}}))
+                .await;
+            (reply, at.elapsed())
+        };
+        tokio::join!(hung, quick)
+    });
+    assert_eq!(failure(&hung).0, FailureKind::Timeout);
+    assert_eq!(text(&quick.0), "fast");
+    assert!(quick.1 < Duration::from_millis(900), "{:?}", quick.1);
+}
+
+#[test]
+fn progress_of_an_upstream_call_reaches_the_caller() {
+    let run = Run::new(json!({"test": test_server(&[])}), Mode::Tools);
+    assert_eq!(
+        text(&run.call("mcp:test:progress", json!({"steps": 3}))),
+        "done after 3 steps"
+    );
+}
+
+/// Children of `pid` (direct and transitive) that are still alive. A child belongs to the
+/// thread that spawned it, so every thread's `children` list is read.
+fn descendants(pid: u32) -> Vec<u32> {
+    let mut out = Vec::new();
+    let mut frontier = vec![pid];
+    while let Some(parent) = frontier.pop() {
+        let Ok(tasks) = std::fs::read_dir(format!("/proc/{parent}/task")) else {
+            continue;
+        };
+        for task in tasks.flatten() {
+            let Ok(text) = std::fs::read_to_string(task.path().join("children")) else {
+                continue;
+            };
+            for child in text
+                .split_whitespace()
+                .filter_map(|c| c.parse::<u32>().ok())
+            {
+                out.push(child);
+                frontier.push(child);
+            }
+        }
+    }
+    out
+}
+
+fn config_file(dir: &std::path::Path, servers: Value) -> PathBuf {
+    let path = dir.join("toolsearch.json5");
+    std::fs::write(&path, json!({"mcp": {"servers": servers}}).to_string()).unwrap();
+    path
+}
+
+struct Serve {
+    child: Child,
+    url: Option<String>,
+}
+
+impl Serve {
+    fn http(config: &std::path::Path, mode: &str, extra: &[&str]) -> Serve {
+        let mut child = Command::new(BIN)
+            .args(["serve", "--mode", mode, "--http", "127.0.0.1:0", "--config"])
+            .arg(config)
+            .args(extra)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let mut line = String::new();
+        BufReader::new(child.stdout.take().unwrap())
+            .read_line(&mut line)
+            .unwrap();
+        assert!(line.starts_with("http://127.0.0.1:"), "{line:?}");
+        Serve {
+            child,
+            url: Some(line.trim().to_string()),
+        }
+    }
+
+    fn stop(mut self) -> std::process::ExitStatus {
+        unsafe {
+            libc::kill(self.child.id() as i32, libc::SIGTERM);
+        }
+        let status = self.child.wait().unwrap();
+        self.url = None;
+        status
+    }
+}
+
+impl Drop for Serve {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// The Python SDK client (`tests/fixtures/mcp/client.py`); its interpreter comes from
+/// `TOOLSEARCH_MCP_PYTHON` or `tests/fixtures/mcp/.venv` (where .ci/run installs `mcp`).
+fn python() -> PathBuf {
+    let path = std::env::var_os("TOOLSEARCH_MCP_PYTHON")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| fixtures().join(".venv/bin/python"));
+    assert!(
+        path.exists(),
+        "the Python MCP client is not installed: create {} with `python3 -m venv` and `pip install mcp==2.3.0` (.ci/run does)",
+        path.display()
+    );
+    path
+}
+
+fn python_client(args: &[&str]) -> Value {
+    let out = Command::new(python())
+        .arg(fixtures().join("client.py"))
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    serde_json::from_str(stdout.lines().last().unwrap_or("")).unwrap()
+}
+
+#[test]
+fn the_python_sdk_uses_serve_over_stdio_and_http() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = config_file(dir.path(), json!({"everything": everything()}));
+    let config = config.to_str().unwrap();
+    for mode in ["tools", "code"] {
+        let out = python_client(&["--stdio", BIN, "serve", "--mode", mode, "--config", config]);
+        let expected: Vec<&str> = match mode {
+            "tools" => vec!["tool_search", "tool_describe", "tool_call"],
+            _ => vec!["tool_search_code"],
+        };
+        assert_eq!(out["tools"], json!(expected), "{mode}: {out}");
+        assert_eq!(
+            out["search_ids"][0], "mcp:everything:get-sum",
+            "{mode}: {out}"
+        );
+        assert_eq!(
+            out["call_text"], "The sum of 2 and 3 is 5.",
+            "{mode}: {out}"
+        );
+        assert_eq!(out["is_error"], false);
+    }
+    let serve = Serve::http(dir.path().join("toolsearch.json5").as_path(), "tools", &[]);
+    let out = python_client(&["--http", serve.url.as_deref().unwrap()]);
+    assert_eq!(out["call_text"], "The sum of 2 and 3 is 5.", "{out}");
+    let pid = serve.child.id();
+    assert!(
+        !descendants(pid).is_empty(),
+        "the upstream runs under serve"
+    );
+    let status = serve.stop();
+    assert!(status.success(), "{status:?}");
+    assert!(descendants(pid).is_empty());
+}
+
+#[test]
+fn the_mcp_inspector_cli_uses_serve_over_stdio_and_http() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = config_file(dir.path(), json!({"everything": everything()}));
+    let inspector = fixtures().join("node_modules/.bin/mcp-inspector");
+    assert!(
+        inspector.exists(),
+        "the MCP Inspector is not installed: run `npm ci` in {} (.ci/run does)",
+        fixtures().display()
+    );
+    let run = |target: &[&str], method: &[&str]| -> Value {
+        let out = Command::new(&inspector)
+            .arg("--cli")
+            .args(method)
+            .args(target)
+            .current_dir(fixtures())
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        serde_json::from_slice(&out.stdout).unwrap()
+    };
+    let stdio: Vec<&str> = vec![
+        "--",
+        BIN,
+        "serve",
+        "--mode",
+        "tools",
+        "--config",
+        config.to_str().unwrap(),
+    ];
+    let listed = run(&stdio, &["--method", "tools/list"]);
+    let names: Vec<&str> = listed["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["tool_search", "tool_describe", "tool_call"]);
+    let found = run(
+        &stdio,
+        &[
+            "--method",
+            "tools/call",
+            "--tool-name",
+            "tool_search",
+            "--tool-arg",
+            "query=sum of two numbers",
+        ],
+    );
+    assert_eq!(
+        found["structuredContent"]["result"][0]["id"],
+        "mcp:everything:get-sum"
+    );
+    let called = run(
+        &stdio,
+        &[
+            "--method",
+            "tools/call",
+            "--tool-name",
+            "tool_call",
+            "--tool-arg",
+            "id=mcp:everything:get-sum",
+            "--tool-arg",
+            r#"args={"a":2,"b":3}"#,
+        ],
+    );
+    assert_eq!(
+        called["structuredContent"]["result"]["text"],
+        "The sum of 2 and 3 is 5."
+    );
+
+    let serve = Serve::http(&config, "tools", &[]);
+    let url = serve.url.clone().unwrap();
+    let called = run(
+        &["--transport", "http", "--server-url", url.as_str()],
+        &[
+            "--method",
+            "tools/call",
+            "--tool-name",
+            "tool_call",
+            "--tool-arg",
+            "id=mcp:everything:get-sum",
+            "--tool-arg",
+            r#"args={"a":2,"b":3}"#,
+        ],
+    );
+    assert_eq!(
+        called["structuredContent"]["result"]["text"],
+        "The sum of 2 and 3 is 5."
+    );
+    serve.stop();
+}
+
+/// One raw HTTP/1.1 request; returns the status code.
+fn http_status(url: &str, method: &str, headers: &[(&str, &str)], body: &str) -> u16 {
+    let rest = url.strip_prefix("http://").unwrap();
+    let (authority, path) = rest.split_once('/').unwrap();
+    let mut stream = std::net::TcpStream::connect(authority).unwrap();
+    let mut request = format!(
+        "{method} /{path} HTTP/1.1\r\nContent-Length: {}\r\nConnection: close\r\n",
+        body.len()
+    );
+    if !headers.iter().any(|(k, _)| k.eq_ignore_ascii_case("host")) {
+        request.push_str(&format!("Host: {authority}\r\n"));
+    }
+    for (k, v) in headers {
+        request.push_str(&format!("{k}: {v}\r\n"));
+    }
+    request.push_str("\r\n");
+    request.push_str(body);
+    std::io::Write::write_all(&mut stream, request.as_bytes()).unwrap();
+    let mut response = String::new();
+    let _ = std::io::Read::read_to_string(&mut stream, &mut response);
+    response
+        .split_whitespace()
+        .nth(1)
+        .and_then(|code| code.parse().ok())
+        .unwrap_or(0)
+}
+
+#[test]
+fn http_serve_validates_hosts_sessions_and_tokens() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = config_file(dir.path(), json!({"test": test_server(&[])}));
+    let ping = r#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#;
+    let mcp_headers = [
+        ("Content-Type", "application/json"),
+        ("Accept", "application/json, text/event-stream"),
+    ];
+    let serve = Serve::http(&config, "tools", &[]);
+    let url = serve.url.clone().unwrap();
+    let health = url.replace("/mcp", "/health");
+    assert_eq!(http_status(&health, "GET", &[], ""), 200);
+    let mut bad_host = mcp_headers.to_vec();
+    bad_host.push(("Host", "attacker.example"));
+    assert_eq!(http_status(&url, "POST", &bad_host, ping), 403);
+    let mut unknown = mcp_headers.to_vec();
+    unknown.push(("Mcp-Session-Id", "no-such-session"));
+    assert_eq!(http_status(&url, "POST", &unknown, ping), 404);
+    serve.stop();
+
+    // With a token, requests without it are refused.
+    let serve = Serve::http(&config, "tools", &["--auth-token", "s3cret"]);
+    let url = serve.url.clone().unwrap();
+    let init = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}"#;
+    assert_eq!(http_status(&url, "POST", &mcp_headers, init), 401);
+    let mut authorized = mcp_headers.to_vec();
+    authorized.push(("Authorization", "Bearer s3cret"));
+    assert_eq!(http_status(&url, "POST", &authorized, init), 200);
+    serve.stop();
+
+    // A non-loopback bind without a token is refused, and says why.
+    let out = Command::new(BIN)
+        .args(["serve", "--http", "0.0.0.0:0", "--config"])
+        .arg(&config)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("not a loopback address and no --auth-token"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+#[test]
+fn serve_exiting_leaves_no_child_process() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = config_file(
+        dir.path(),
+        json!({"one": test_server(&["--name", "one"]), "two": everything()}),
+    );
+    // stdio: the client closes stdin.
+    let mut child = Command::new(BIN)
+        .args(["serve", "--mode", "tools", "--config"])
+        .arg(&config)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while descendants(pid).len() < 2 {
+        assert!(Instant::now() < deadline, "the upstreams never started");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let upstream_pids = descendants(pid);
+    drop(child.stdin.take());
+    let status = child.wait().unwrap();
+    assert!(status.success(), "{status:?}");
+    std::thread::sleep(Duration::from_millis(200));
+    for upstream in upstream_pids {
+        assert!(
+            !std::path::Path::new(&format!("/proc/{upstream}")).exists()
+                || std::fs::read_to_string(format!("/proc/{upstream}/stat"))
+                    .is_ok_and(|s| s.contains(") Z ")),
+            "upstream {upstream} outlived serve"
+        );
+    }
+}
