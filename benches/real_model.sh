@@ -107,13 +107,14 @@ run_bench() {
     log "llama-server version: $("$SERVER" --version 2>&1 | tr '\n' ' ')"
     nice -n "$NICE" "$SERVER" -m "$MODEL" --host 127.0.0.1 --port "$PORT" -t "$THREADS" \
         -c "$CTX" --jinja --no-webui >"$WORK/llama-server.log" 2>&1 &
-    local pid=$!
-    trap 'kill "$pid" 2>/dev/null || true; wait "$pid" 2>/dev/null || true' EXIT
+    SERVER_PID=$!
+    # Global: the EXIT trap runs after this function's locals are gone.
+    trap 'kill "$SERVER_PID" 2>/dev/null || true; wait "$SERVER_PID" 2>/dev/null || true' EXIT
     for _ in $(seq 1 240); do
         if curl -sf "http://127.0.0.1:$PORT/health" >/dev/null 2>&1; then
             break
         fi
-        if ! kill -0 "$pid" 2>/dev/null; then
+        if ! kill -0 "$SERVER_PID" 2>/dev/null; then
             log "llama-server exited; see $WORK/llama-server.log"
             exit 1
         fi
