@@ -38,9 +38,17 @@ mod surface;
 mod session;
 // MCP both ways: upstream servers as tool sources, and serve mode.
 mod mcp;
+// An adapter over a session: the agent loop against an OpenAI-compatible provider, the
+// scripted mock provider, the payload and real-model benchmarks.
+mod agent;
 // The command line (an adapter over `Session`).
 mod cli;
 
+pub use agent::{
+    Agent, AgentOptions, AgentRun, CallRecord, CallStatus, CallStyle, Fault, MockError,
+    MockProvider, MockScenario, ProviderConfig, ProviderError, RecordedRequest, RequestRecord,
+    StopReason,
+};
 pub use catalog::file::{
     FileError as CatalogFileError, LineIssue, LoadedFile, load as load_catalog_file,
     parse as parse_catalog,
@@ -85,4 +93,11 @@ pub fn run_cli() -> std::process::ExitCode {
 /// The sandbox's cell benchmark (`toolsearch bench cells`, `benches/cells.rs`).
 pub mod bench {
     pub use crate::sandbox::bench::*;
+
+    /// The agent benchmarks (`toolsearch bench payload`, `toolsearch bench agent`) and their
+    /// scenario: synthetic catalogs, the release-order target, its executions.
+    pub mod agent {
+        pub use crate::agent::bench::*;
+        pub use crate::agent::scenario::*;
+    }
 }

@@ -7,6 +7,7 @@
 //! config, catalog and policy the flags name, builds the session, and renders its answers. No
 //! command builds a gateway, surface or sandbox supervisor itself, or reads config values.
 
+mod agent;
 mod code;
 mod eval;
 mod serve;
@@ -52,6 +53,10 @@ enum Command {
     Serve(serve::ServeArgs),
     /// Measure search quality on a catalog and a query file.
     Eval(EvalArgs),
+    /// Run one prompt against an OpenAI-compatible provider, every tool call through a session.
+    Agent(agent::AgentArgs),
+    /// Serve the scripted OpenAI-compatible mock provider (loopback only by default).
+    MockProvider(agent::MockArgs),
     /// Benchmarks.
     #[command(subcommand)]
     Bench(BenchCommand),
@@ -62,6 +67,11 @@ enum BenchCommand {
     /// Code cells doing search + describe + call on the demo catalog: warm pool, cold fork, and a
     /// Node.js child per cell (the reference architecture), in the same run.
     Cells(code::BenchCellsArgs),
+    /// Provider request bytes per mode: the scripted scenario on synthetic catalogs of 10 to
+    /// 5,000 tools and on the reference catalogs, against the in-process mock provider.
+    Payload(agent::PayloadArgs),
+    /// The scenario per mode against a real model behind any OpenAI-compatible server.
+    Agent(agent::BenchAgentArgs),
 }
 
 /// Configuration file and profile.
@@ -241,6 +251,10 @@ fn run(cli: Cli) -> Result<ExitCode> {
         Command::Surface(args) => surface::surface(args),
         Command::Serve(args) => serve::serve(args),
         Command::Bench(BenchCommand::Cells(args)) => code::bench_cells(args),
+        Command::Bench(BenchCommand::Payload(args)) => agent::bench_payload(args),
+        Command::Bench(BenchCommand::Agent(args)) => agent::bench_agent(args),
+        Command::Agent(args) => agent::agent(args),
+        Command::MockProvider(args) => agent::mock_provider(args),
         Command::Eval(args) => eval::run(eval::EvalRequest {
             catalogs: &args.catalogs,
             queries: &args.queries,

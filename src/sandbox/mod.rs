@@ -107,6 +107,8 @@ pub use harden::ALLOWED_SYSCALLS;
 pub use limits::{CellOptions, Limits};
 pub use outcome::{CellResult, CellTelemetry, LimitKind, LogLevel, LogLine, Outcome};
 pub use supervisor::{Supervisor, SupervisorConfig};
+// Untrusted text made safe for terminals, for other adapters too (the agent loop).
+pub(crate) use text::{strip_controls, truncate_to};
 
 /// The argv\[1\] that selects the zygote role of the one binary.
 pub const ZYGOTE_ROLE: &str = "__sandbox-zygote";

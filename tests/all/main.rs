@@ -12,6 +12,9 @@ mod search;
 /// Shared helpers: reference data location, running the binary.
 mod support;
 
+/// The agent loop against the real mock provider: the scenario per mode, faults, the
+/// CLI's two processes, the payload benchmark.
+mod agent;
 /// The command line: JSON shapes and exit codes, through the real binary.
 mod cli;
 /// Code mode end to end: real cells against the real gateway.

@@ -1,0 +1,696 @@
+//! The agent loop: an adapter that runs one [`Session`] against an OpenAI-compatible
+//! `/v1/chat/completions` provider, plus the scripted mock provider and the benchmarks built on
+//! both (SPEC ).
+//!
+//! Owns: the conversation (system prompt = the caller's text + the session's prompt sections,
+//! the user's prompt, assistant turns, tool results), the request per turn (the session's
+//! OpenAI tool definitions, sent as-is), dispatching every tool call through
+//! [`Session::handle`], and when a run stops — a final answer, the turn limit, the token
+//! budget, a repeated identical call, a client tool (handed back to the caller, resumable with
+//! [`Agent::resume`]) or a provider failure; each is a [`StopReason`], never a panic or a hang.
+//! Calls the model wrote as text are parsed when [`AgentOptions::lenient`] is on (`lenient.rs`)
+//! and reported apart from structured ones ([`CallStyle`]).
+//!
+//! A model's mistakes are answered, not fatal: non-JSON arguments and a first identical repeat
+//! get an error tool result; an unknown or undeclared name gets the session's own recovery
+//! message. Provider trouble is retried where that can help (`provider.rs`) and otherwise ends
+//! the run with a [`ProviderError`].
+//!
+//! Never does: build a gateway, surface or sandbox, read configuration (the session does),
+//! execute a client tool, or print anything (callers strip control characters from the
+//! model's text before a terminal sees it).
+//!
+//! Bounds: [`AgentOptions::max_turns`] provider requests per run (default 10); tool results
+//! put back into the conversation are cut to [`AgentOptions::max_tool_result_bytes`]; at most
+//! [`AgentOptions::max_repeats`] identical repeats are answered before the run stops; every
+//! request has the provider's timeout and body bound.
+
+pub mod bench;
+mod lenient;
+mod mock;
+mod provider;
+pub mod scenario;
+mod script;
+
+pub use mock::{Fault, MockError, MockProvider, MockScenario, RecordedRequest};
+pub use provider::{ProviderConfig, ProviderError};
+
+use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::time::{Duration, Instant};
+
+use serde::Serialize;
+use serde_json::{Value, json};
+
+use crate::catalog::FailureKind;
+use crate::gateway::ClientCall;
+use crate::session::{Reply, Session};
+use crate::surface::Format;
+use provider::{Completion, ProviderClient, RawCall};
+
+/// How the loop runs. `Default` suits a local model: 10 turns, no token budget, strict parsing,
+/// one repeat answered, temperature 0.
+#[derive(Debug, Clone)]
+pub struct AgentOptions {
+    /// Most provider requests in one run (clamped to 1–100). Default 10.
+    pub max_turns: usize,
+    /// Stop before the next request once this many tokens were used (prompt + completion as
+    /// the provider reports them, else ⌈bytes / 4⌉ of requests and answers). Default: none.
+    pub token_budget: Option<u64>,
+    /// Parse calls written as text in `content` (`<tool_call>` blocks, fenced JSON). Default
+    /// off: such content is then the final answer.
+    pub lenient: bool,
+    /// Identical calls (same name, same arguments) answered with a "you already did this"
+    /// error before the run stops with [`StopReason::RepeatedCall`]. Default 1.
+    pub max_repeats: usize,
+    /// Text placed before the session's prompt sections in the system message.
+    pub system: Option<String>,
+    /// Sampling temperature sent with each request. Default `Some(0.0)`.
+    pub temperature: Option<f64>,
+    /// `max_tokens` sent with each request. Default `Some(1024)`.
+    pub max_tokens: Option<u32>,
+    /// Longest tool result put back into the conversation, in bytes (cut with a marker).
+    /// Default 64 KiB.
+    pub max_tool_result_bytes: usize,
+}
+
+impl Default for AgentOptions {
+    fn default() -> Self {
+        AgentOptions {
+            max_turns: 10,
+            token_budget: None,
+            lenient: false,
+            max_repeats: 1,
+            system: None,
+            temperature: Some(0.0),
+            max_tokens: Some(1024),
+            max_tool_result_bytes: 64 * 1024,
+        }
+    }
+}
+
+/// Why a run stopped.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "reason", rename_all = "snake_case")]
+pub enum StopReason {
+    /// The model answered without calling a tool ([`AgentRun::answer`]).
+    Answered,
+    /// The run used its turns.
+    TurnLimit {
+        /// The limit in force.
+        max_turns: usize,
+    },
+    /// The run used its token budget.
+    TokenBudget {
+        /// Tokens used.
+        used: u64,
+        /// The budget.
+        budget: u64,
+    },
+    /// The model kept making the same call.
+    RepeatedCall {
+        /// The tool name.
+        name: String,
+        /// Its arguments.
+        arguments: Value,
+    },
+    /// A client tool: run it and call [`Agent::resume`] with its result.
+    ClientCall {
+        /// The call to run.
+        call: ClientCall,
+    },
+    /// The provider could not answer a turn.
+    ProviderError {
+        /// A stable kind (`timeout`, `malformed`, `status`, …).
+        kind: &'static str,
+        /// The error, worded for a person.
+        message: String,
+        /// The error.
+        #[serde(skip)]
+        error: ProviderError,
+    },
+}
+
+impl StopReason {
+    /// A short name (`answered`, `turn_limit`, …).
+    pub fn name(&self) -> &'static str {
+        match self {
+            StopReason::Answered => "answered",
+            StopReason::TurnLimit { .. } => "turn_limit",
+            StopReason::TokenBudget { .. } => "token_budget",
+            StopReason::RepeatedCall { .. } => "repeated_call",
+            StopReason::ClientCall { .. } => "client_call",
+            StopReason::ProviderError { .. } => "provider_error",
+        }
+    }
+
+    fn provider(error: ProviderError) -> StopReason {
+        StopReason::ProviderError {
+            kind: error.kind(),
+            message: error.to_string(),
+            error,
+        }
+    }
+}
+
+/// How the model wrote a call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CallStyle {
+    /// In `message.tool_calls`.
+    Strict,
+    /// As text in `content`, parsed leniently.
+    Lenient,
+}
+
+/// What became of one tool call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(tag = "status", content = "kind", rename_all = "snake_case")]
+pub enum CallStatus {
+    /// The session answered with a result.
+    Ok,
+    /// The session answered with an error of this kind (the model read it).
+    Failed(FailureKind),
+    /// A client tool, handed to the caller.
+    ClientCall,
+    /// The arguments were not JSON; an error went back to the model, nothing ran.
+    InvalidJson,
+    /// An identical earlier call; nothing ran.
+    Repeated,
+}
+
+/// One tool call of a run.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct CallRecord {
+    /// The turn (1-based) whose answer held the call.
+    pub turn: usize,
+    /// The provider tool name.
+    pub name: String,
+    /// Strict or lenient.
+    pub style: CallStyle,
+    /// The arguments (for non-JSON arguments: `{"invalid_json": text}`).
+    pub arguments: Value,
+    /// What became of it.
+    #[serde(flatten)]
+    pub status: CallStatus,
+    /// When it was dispatched, from the start of the run (ms).
+    pub at_ms: f64,
+    /// How long the session took to answer it (ms).
+    pub duration_ms: f64,
+}
+
+/// One provider request of a run.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct RequestRecord {
+    /// The turn (1-based).
+    pub turn: usize,
+    /// Bytes of the request body.
+    pub bytes: usize,
+    /// Bytes of the last answer body.
+    pub response_bytes: usize,
+    /// Attempts (1 + retries).
+    pub attempts: u32,
+    /// The last HTTP status.
+    pub status: Option<u16>,
+    /// `usage.prompt_tokens`, when reported.
+    pub prompt_tokens: Option<u64>,
+    /// `usage.completion_tokens`, when reported.
+    pub completion_tokens: Option<u64>,
+    /// The server's prompt-processing time (llama.cpp `timings.prompt_ms`), when reported.
+    pub server_prompt_ms: Option<f64>,
+    /// Wall time of the request, retries included (ms).
+    pub elapsed_ms: f64,
+}
+
+/// A call waiting in the conversation.
+#[derive(Debug, Clone)]
+struct PendingCall {
+    id: String,
+    turn: usize,
+    style: CallStyle,
+    call: RawCall,
+}
+
+/// The conversation so far (what the next request carries) and the loop's state.
+#[derive(Debug, Clone, Default)]
+struct Conversation {
+    messages: Vec<Value>,
+    pending: VecDeque<PendingCall>,
+    /// A client call handed out: (provider call id, gateway call id).
+    awaiting: Option<(String, String)>,
+    seen: HashMap<String, usize>,
+    tokens_used: u64,
+}
+
+/// The record of one run: why it stopped, the answer, and what every request and call cost.
+#[derive(Debug, Clone)]
+pub struct AgentRun {
+    /// Why it stopped.
+    pub stop: StopReason,
+    /// The final answer, when the model gave one (untrusted text: strip controls to print it).
+    pub answer: Option<String>,
+    /// The session's mode.
+    pub mode: String,
+    /// Tools declared to the provider.
+    pub declared_tools: usize,
+    /// Model turns answered.
+    pub turns: usize,
+    /// Every request, in order.
+    pub requests: Vec<RequestRecord>,
+    /// Every tool call, in order.
+    pub calls: Vec<CallRecord>,
+    /// Time from the start of the run to the first call of each tool name.
+    pub first_call: BTreeMap<String, Duration>,
+    /// Wall time of the run (across resumes).
+    pub wall: Duration,
+    started: Instant,
+    conversation: Conversation,
+}
+
+impl AgentRun {
+    /// Calls the model wrote in `tool_calls`.
+    pub fn strict_calls(&self) -> usize {
+        self.calls
+            .iter()
+            .filter(|c| c.style == CallStyle::Strict)
+            .count()
+    }
+
+    /// Calls parsed from text.
+    pub fn lenient_calls(&self) -> usize {
+        self.calls
+            .iter()
+            .filter(|c| c.style == CallStyle::Lenient)
+            .count()
+    }
+
+    /// Request bytes over the whole conversation.
+    pub fn total_request_bytes(&self) -> usize {
+        self.requests.iter().map(|r| r.bytes).sum()
+    }
+
+    /// The messages of the conversation (system, user, assistant, tool), as sent.
+    pub fn messages(&self) -> &[Value] {
+        &self.conversation.messages
+    }
+
+    /// The run as one JSON object (what `toolsearch agent --json` prints).
+    pub fn to_json(&self) -> Value {
+        let sum = |f: fn(&RequestRecord) -> Option<u64>| -> Option<u64> {
+            let values: Vec<u64> = self.requests.iter().filter_map(f).collect();
+            (!values.is_empty()).then(|| values.iter().sum())
+        };
+        json!({
+            "stop": self.stop,
+            "answer": self.answer,
+            "mode": self.mode,
+            "declared_tools": self.declared_tools,
+            "turns": self.turns,
+            "requests": self.requests,
+            "request_bytes": self.requests.iter().map(|r| r.bytes).collect::<Vec<_>>(),
+            "total_request_bytes": self.total_request_bytes(),
+            "prompt_tokens": sum(|r| r.prompt_tokens),
+            "completion_tokens": sum(|r| r.completion_tokens),
+            "tool_calls": self.calls,
+            "strict_calls": self.strict_calls(),
+            "lenient_calls": self.lenient_calls(),
+            "first_call_ms": self.first_call.iter()
+                .map(|(name, at)| (name.clone(), json!(ms(*at))))
+                .collect::<serde_json::Map<_, _>>(),
+            "wall_ms": ms(self.wall),
+        })
+    }
+}
+
+fn ms(duration: Duration) -> f64 {
+    (duration.as_secs_f64() * 1_000_000.0).round() / 1000.0
+}
+
+/// What the loop does after one batch of calls.
+enum Next {
+    Continue,
+    Stop(StopReason),
+}
+
+/// Runs sessions against one provider. Cheap to clone.
+#[derive(Debug, Clone)]
+pub struct Agent {
+    client: ProviderClient,
+    options: AgentOptions,
+}
+
+impl Agent {
+    /// An agent for `provider`; fails only on an unusable URL or TLS set-up.
+    pub fn new(provider: ProviderConfig, options: AgentOptions) -> Result<Agent, ProviderError> {
+        let mut options = options;
+        options.max_turns = options.max_turns.clamp(1, 100);
+        Ok(Agent {
+            client: ProviderClient::new(provider)?,
+            options,
+        })
+    }
+
+    /// The options in force.
+    pub fn options(&self) -> &AgentOptions {
+        &self.options
+    }
+
+    /// The provider configuration in force.
+    pub fn provider(&self) -> &ProviderConfig {
+        self.client.config()
+    }
+
+    /// Runs `prompt` in `session` until it stops.
+    pub async fn run(&self, session: &Session, prompt: &str) -> AgentRun {
+        let mut messages = Vec::new();
+        let system = [self.options.system.clone(), Some(session.system_prompt())]
+            .into_iter()
+            .flatten()
+            .filter(|text| !text.is_empty())
+            .collect::<Vec<_>>()
+            .join("\n\n");
+        if !system.is_empty() {
+            messages.push(json!({"role": "system", "content": system}));
+        }
+        messages.push(json!({"role": "user", "content": prompt}));
+        let mut run = AgentRun {
+            stop: StopReason::Answered,
+            answer: None,
+            mode: session.mode().to_string(),
+            declared_tools: session.tool_definitions().len(),
+            turns: 0,
+            requests: Vec::new(),
+            calls: Vec::new(),
+            first_call: BTreeMap::new(),
+            wall: Duration::ZERO,
+            started: Instant::now(),
+            conversation: Conversation {
+                messages,
+                ..Conversation::default()
+            },
+        };
+        self.drive(session, &mut run).await;
+        run
+    }
+
+    /// Continues a run that stopped with [`StopReason::ClientCall`], with the application's
+    /// result of that call (`Ok(details)` or a failure message). A run that is not waiting for
+    /// a client call is returned unchanged.
+    pub async fn resume(
+        &self,
+        session: &Session,
+        mut run: AgentRun,
+        result: Result<Value, String>,
+    ) -> AgentRun {
+        let Some((tool_call_id, call_id)) = run.conversation.awaiting.take() else {
+            return run;
+        };
+        let reply = session.complete_client_call(&call_id, result);
+        self.push_tool_result(&mut run.conversation, &tool_call_id, &reply);
+        self.drive(session, &mut run).await;
+        run
+    }
+
+    async fn drive(&self, session: &Session, run: &mut AgentRun) {
+        let tools = session.tools(Format::OpenAi);
+        let stop = loop {
+            if let Next::Stop(stop) = self.dispatch_pending(session, run).await {
+                break stop;
+            }
+            if run.turns >= self.options.max_turns {
+                break StopReason::TurnLimit {
+                    max_turns: self.options.max_turns,
+                };
+            }
+            if let Some(budget) = self.options.token_budget
+                && run.conversation.tokens_used >= budget
+            {
+                break StopReason::TokenBudget {
+                    used: run.conversation.tokens_used,
+                    budget,
+                };
+            }
+            let body = self.request_body(&tools, &run.conversation.messages);
+            let (result, exchange) = self.client.complete(body.as_bytes()).await;
+            let turn = run.turns + 1;
+            let mut record = RequestRecord {
+                turn,
+                bytes: body.len(),
+                response_bytes: exchange.response_bytes,
+                attempts: exchange.attempts,
+                status: exchange.status,
+                prompt_tokens: None,
+                completion_tokens: None,
+                server_prompt_ms: None,
+                elapsed_ms: ms(exchange.elapsed),
+            };
+            let completion = match result {
+                Ok(completion) => completion,
+                Err(error) => {
+                    run.requests.push(record);
+                    break StopReason::provider(error);
+                }
+            };
+            run.turns = turn;
+            record.prompt_tokens = completion.prompt_tokens;
+            record.completion_tokens = completion.completion_tokens;
+            record.server_prompt_ms = completion.server_prompt_ms;
+            run.conversation.tokens_used +=
+                match (completion.prompt_tokens, completion.completion_tokens) {
+                    // Not reported: estimate from the bytes, as the config does.
+                    (None, None) => {
+                        (body.len().div_ceil(4) + exchange.response_bytes.div_ceil(4)) as u64
+                    }
+                    (prompt, answer) => prompt.unwrap_or(0) + answer.unwrap_or(0),
+                };
+            run.requests.push(record);
+            if !self.take_turn(run, turn, completion) {
+                break StopReason::Answered;
+            }
+        };
+        run.stop = stop;
+        run.wall = run.started.elapsed();
+    }
+
+    /// Appends the assistant's turn; queues its calls. Returns false when it is a final
+    /// answer.
+    fn take_turn(&self, run: &mut AgentRun, turn: usize, completion: Completion) -> bool {
+        let (calls, style, content) = if !completion.tool_calls.is_empty() {
+            (completion.tool_calls, CallStyle::Strict, completion.content)
+        } else {
+            let parsed = match completion.content.as_deref() {
+                Some(text) if self.options.lenient => lenient::parse(text),
+                _ => (Vec::new(), String::new()),
+            };
+            if parsed.0.is_empty() {
+                run.answer = Some(completion.content.unwrap_or_default());
+                return false;
+            }
+            (parsed.0, CallStyle::Lenient, Some(parsed.1))
+        };
+        let mut wire = Vec::with_capacity(calls.len());
+        for (i, call) in calls.into_iter().enumerate() {
+            let id = match (&call.id, style) {
+                (Some(id), _) if !id.is_empty() => id.clone(),
+                (_, CallStyle::Strict) => format!("call_{turn}_{i}"),
+                (_, CallStyle::Lenient) => format!("lenient_{turn}_{i}"),
+            };
+            let arguments = match &call.arguments {
+                Ok(value) => value.to_string(),
+                Err(text) => text.clone(),
+            };
+            wire.push(json!({
+                "id": id,
+                "type": "function",
+                "function": {"name": call.name, "arguments": arguments},
+            }));
+            run.conversation.pending.push_back(PendingCall {
+                id,
+                turn,
+                style,
+                call,
+            });
+        }
+        let content = content.filter(|c| !c.trim().is_empty());
+        run.conversation.messages.push(json!({
+            "role": "assistant",
+            "content": content,
+            "tool_calls": wire,
+        }));
+        true
+    }
+
+    /// Dispatches queued calls in order; stops at a client call (the rest stay queued) or a
+    /// repeat past the limit.
+    async fn dispatch_pending(&self, session: &Session, run: &mut AgentRun) -> Next {
+        while let Some(pending) = run.conversation.pending.pop_front() {
+            let at = run.started.elapsed();
+            run.first_call
+                .entry(pending.call.name.clone())
+                .or_insert(at);
+            let mut record = CallRecord {
+                turn: pending.turn,
+                name: pending.call.name.clone(),
+                style: pending.style,
+                arguments: match &pending.call.arguments {
+                    Ok(value) => value.clone(),
+                    Err(text) => json!({"invalid_json": text}),
+                },
+                status: CallStatus::Ok,
+                at_ms: ms(at),
+                duration_ms: 0.0,
+            };
+            let arguments = match &pending.call.arguments {
+                Ok(arguments) => arguments,
+                Err(text) => {
+                    record.status = CallStatus::InvalidJson;
+                    run.calls.push(record);
+                    let error = invalid_json_error(&pending.call.name, text);
+                    self.push_tool_text(&mut run.conversation, &pending.id, error.to_string());
+                    continue;
+                }
+            };
+            let key = format!("{}\u{0}{}", pending.call.name, canonical(arguments));
+            let seen = run.conversation.seen.entry(key).or_insert(0);
+            *seen += 1;
+            let repeats = *seen - 1;
+            if repeats > 0 {
+                record.status = CallStatus::Repeated;
+                run.calls.push(record);
+                if repeats > self.options.max_repeats {
+                    return Next::Stop(StopReason::RepeatedCall {
+                        name: pending.call.name.clone(),
+                        arguments: arguments.clone(),
+                    });
+                }
+                let error = repeated_error(&pending.call.name);
+                self.push_tool_text(&mut run.conversation, &pending.id, error.to_string());
+                continue;
+            }
+            let started = Instant::now();
+            let reply = session.handle(&pending.call.name, arguments).await;
+            record.duration_ms = ms(started.elapsed());
+            record.status = match &reply {
+                Reply::Ok(_) => CallStatus::Ok,
+                Reply::Failed { kind, .. } => CallStatus::Failed(*kind),
+                Reply::ClientCall(_) => CallStatus::ClientCall,
+            };
+            run.calls.push(record);
+            if let Reply::ClientCall(call) = reply {
+                run.conversation.awaiting = Some((pending.id.clone(), call.call_id.clone()));
+                return Next::Stop(StopReason::ClientCall { call });
+            }
+            self.push_tool_result(&mut run.conversation, &pending.id, &reply);
+        }
+        Next::Continue
+    }
+
+    fn push_tool_result(&self, conversation: &mut Conversation, id: &str, reply: &Reply) {
+        self.push_tool_text(conversation, id, reply.text());
+    }
+
+    fn push_tool_text(&self, conversation: &mut Conversation, id: &str, mut text: String) {
+        let limit = self.options.max_tool_result_bytes;
+        if text.len() > limit {
+            let total = text.len();
+            crate::sandbox::truncate_to(&mut text, limit);
+            text.push_str(&format!(" …[cut: {total} bytes in all]"));
+        }
+        conversation.messages.push(json!({
+            "role": "tool",
+            "tool_call_id": id,
+            "content": text,
+        }));
+    }
+
+    fn request_body(&self, tools: &Value, messages: &[Value]) -> String {
+        let mut body = serde_json::Map::new();
+        body.insert("model".into(), json!(self.client.config().model));
+        body.insert("messages".into(), json!(messages));
+        if tools.as_array().is_some_and(|t| !t.is_empty()) {
+            body.insert("tools".into(), tools.clone());
+        }
+        body.insert("stream".into(), json!(false));
+        if let Some(temperature) = self.options.temperature {
+            body.insert("temperature".into(), json!(temperature));
+        }
+        if let Some(max_tokens) = self.options.max_tokens {
+            body.insert("max_tokens".into(), json!(max_tokens));
+        }
+        Value::Object(body).to_string()
+    }
+}
+
+/// The error a model reads for arguments that are not JSON.
+fn invalid_json_error(name: &str, text: &str) -> Value {
+    let reason = match serde_json::from_str::<Value>(text) {
+        Err(error) => error.to_string(),
+        Ok(_) => "not a JSON value".to_string(),
+    };
+    json!({"error": {
+        "kind": "bad_arguments",
+        "message": format!(
+            "The arguments of your {name} call are not valid JSON ({reason}). Nothing ran. Send the arguments as one JSON object, e.g. {{\"key\": \"value\"}}."
+        ),
+    }})
+}
+
+/// The error a model reads for an identical repeat.
+fn repeated_error(name: &str) -> Value {
+    json!({"error": {
+        "kind": "repeated_call",
+        "message": format!(
+            "You already made this exact {name} call; its result is above and it was not run again. Use that result: answer the user, or make a different call."
+        ),
+    }})
+}
+
+/// JSON with object keys sorted at every level (the repeat key).
+fn canonical(value: &Value) -> String {
+    fn sorted(value: &Value) -> Value {
+        match value {
+            Value::Object(map) => {
+                let mut entries: Vec<(&String, &Value)> = map.iter().collect();
+                entries.sort_by(|a, b| a.0.cmp(b.0));
+                let mut out = serde_json::Map::new();
+                for (k, v) in entries {
+                    out.insert(k.clone(), sorted(v));
+                }
+                Value::Object(out)
+            }
+            Value::Array(items) => Value::Array(items.iter().map(sorted).collect()),
+            other => other.clone(),
+        }
+    }
+    sorted(value).to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use super::*;
+
+    #[test]
+    fn canonical_ignores_key_order() {
+        let a = json!({"b": 1, "a": {"d": [1, {"y": 2, "x": 1}], "c": null}});
+        let b = json!({"a": {"c": null, "d": [1, {"x": 1, "y": 2}]}, "b": 1});
+        assert_eq!(canonical(&a), canonical(&b));
+        assert_ne!(canonical(&json!({"a": 1})), canonical(&json!({"a": 2})));
+    }
+
+    #[test]
+    fn model_facing_errors_name_the_fix() {
+        let e = invalid_json_error("tool_call", "{oops");
+        let m = e["error"]["message"].as_str().unwrap();
+        assert!(
+            m.contains("tool_call") && m.contains("not valid JSON") && m.contains("Nothing ran")
+        );
+        let r = repeated_error("tool_search");
+        assert!(
+            r["error"]["message"]
+                .as_str()
+                .unwrap()
+                .contains("not run again")
+        );
+    }
+}

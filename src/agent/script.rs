@@ -1,0 +1,456 @@
+//! The scripted model behind the mock provider: a pure function from one chat-completions
+//! request to the next move of the scenario (SPEC R-12.1).
+//!
+//! It reads only what a real model reads — the declared tools, the system text and the
+//! messages — infers the mode from the declared tools (`tool_search_code` → code; the
+//! structured controls → tools, or directory when the system text carries a directory; else
+//! direct) and plays, from the results already in the conversation:
+//! - direct: call the target by its declared name;
+//! - tools: one batched `tool_search` with the scenario's queries, `tool_describe` of the hit,
+//!   `tool_call`;
+//! - directory: call the hidden target name directly (hydration) when the directory lists it,
+//!   else search as in tools mode;
+//! - code: one `tool_search_code` cell doing search → describe → call;
+//!
+//! then a final answer quoting the tool result. A step counts as done only when its result is
+//! not an error, so error results sent by the agent (an unknown tool, non-JSON arguments) are
+//! simply retried past.
+//!
+//! Never does: call a tool the request did not declare (in directory mode: declared or listed
+//! in the system text) — it answers with a refusal instead; keep state between requests (the
+//! conversation is the state); quote more than [`MAX_QUOTE_CHARS`] of a result.
+
+use std::collections::HashMap;
+
+use serde_json::{Value, json};
+
+use crate::config::Mode;
+
+use super::mock::MockScenario;
+
+/// Longest tool result quoted in the final answer, in characters.
+pub const MAX_QUOTE_CHARS: usize = 4000;
+
+/// The scripted model's next move.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum Action {
+    /// Call one tool.
+    Call {
+        /// The provider tool name.
+        name: String,
+        /// The arguments.
+        arguments: Value,
+    },
+    /// Answer with text.
+    Answer(String),
+    /// The scenario needs a tool the request did not declare.
+    Refuse {
+        /// The name it would have called.
+        name: String,
+    },
+}
+
+/// What the scripted model saw in one request.
+#[derive(Debug, Clone)]
+pub(crate) struct Seen<'a> {
+    pub declared: Vec<&'a str>,
+    pub system: String,
+    pub messages: &'a [Value],
+}
+
+impl<'a> Seen<'a> {
+    pub fn of(request: &'a Value) -> Seen<'a> {
+        static EMPTY: Vec<Value> = Vec::new();
+        let declared = request
+            .get("tools")
+            .and_then(Value::as_array)
+            .map(|tools| {
+                tools
+                    .iter()
+                    .filter_map(|t| t.pointer("/function/name").and_then(Value::as_str))
+                    .collect()
+            })
+            .unwrap_or_default();
+        let messages = request
+            .get("messages")
+            .and_then(Value::as_array)
+            .map(Vec::as_slice)
+            .unwrap_or(EMPTY.as_slice());
+        let system = messages
+            .iter()
+            .filter(|m| m.get("role").and_then(Value::as_str) == Some("system"))
+            .filter_map(|m| m.get("content").and_then(Value::as_str))
+            .collect::<Vec<_>>()
+            .join("\n");
+        Seen {
+            declared,
+            system,
+            messages,
+        }
+    }
+
+    /// The mode the declared tools and system text imply.
+    pub fn mode(&self) -> Mode {
+        if self.declared.contains(&"tool_search_code") {
+            Mode::Code
+        } else if self.declared.contains(&"tool_search") {
+            if self.system.contains("directory") {
+                Mode::Directory
+            } else {
+                Mode::Tools
+            }
+        } else {
+            Mode::Direct
+        }
+    }
+
+    fn declares(&self, name: &str) -> bool {
+        self.declared.contains(&name)
+    }
+}
+
+/// One earlier call and its result, from the conversation.
+#[derive(Debug, Clone)]
+struct Past {
+    name: String,
+    result: Option<String>,
+}
+
+impl Past {
+    /// The result as JSON, when it is a success.
+    fn success(&self) -> Option<Value> {
+        let value: Value = serde_json::from_str(self.result.as_deref()?).ok()?;
+        if value.get("error").is_some_and(|e| !e.is_null())
+            || value.get("ok") == Some(&Value::Bool(false))
+        {
+            return None;
+        }
+        Some(value)
+    }
+}
+
+fn history(messages: &[Value]) -> Vec<Past> {
+    let mut results: HashMap<&str, &str> = HashMap::new();
+    for message in messages {
+        if message.get("role").and_then(Value::as_str) == Some("tool")
+            && let (Some(id), Some(content)) = (
+                message.get("tool_call_id").and_then(Value::as_str),
+                message.get("content").and_then(Value::as_str),
+            )
+        {
+            results.insert(id, content);
+        }
+    }
+    let mut past = Vec::new();
+    for message in messages {
+        if message.get("role").and_then(Value::as_str) != Some("assistant") {
+            continue;
+        }
+        for call in message
+            .get("tool_calls")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+        {
+            let Some(name) = call.pointer("/function/name").and_then(Value::as_str) else {
+                continue;
+            };
+            let id = call.get("id").and_then(Value::as_str).unwrap_or_default();
+            past.push(Past {
+                name: name.to_string(),
+                result: results.get(id).map(|r| r.to_string()),
+            });
+        }
+    }
+    past
+}
+
+/// The first successful result of a call of `name`.
+fn done(past: &[Past], name: &str) -> Option<Value> {
+    past.iter()
+        .filter(|p| p.name == name)
+        .find_map(Past::success)
+}
+
+/// The target's bare name (the last segment of an id).
+pub(crate) fn target_name(target: &str) -> &str {
+    target.rsplit(':').next().unwrap_or(target)
+}
+
+fn hit_matches(hit: &Value, target: &str) -> bool {
+    hit.get("id").and_then(Value::as_str) == Some(target)
+        || hit.get("name").and_then(Value::as_str) == Some(target_name(target))
+}
+
+/// The declared name of the target in direct mode: its own name, or a sanitized
+/// `owner__name`.
+fn declared_target<'a>(seen: &Seen<'a>, target: &str) -> Option<&'a str> {
+    let name = target_name(target);
+    let suffix = format!("__{name}");
+    seen.declared
+        .iter()
+        .find(|d| **d == name)
+        .or_else(|| seen.declared.iter().find(|d| d.ends_with(&suffix)))
+        .copied()
+}
+
+fn answer(name: &str, result: &Value) -> Action {
+    let text = result.to_string();
+    let quoted: String = text.chars().take(MAX_QUOTE_CHARS).collect();
+    Action::Answer(format!("Done. {name} returned: {quoted}"))
+}
+
+/// The code cell of the code-mode scenario: search (each query until the target is found) →
+/// describe → call.
+pub(crate) fn scenario_cell(scenario: &MockScenario) -> String {
+    let target = json!(scenario.target);
+    let name = json!(target_name(&scenario.target));
+    let queries = json!(scenario.queries);
+    let arguments = &scenario.arguments;
+    format!(
+        "const queries = {queries};\n\
+         let hit = null;\n\
+         for (const q of queries) {{\n\
+         \x20 const hits = await openclaw.tools.search(q);\n\
+         \x20 hit = hits.find(h => h.id === {target} || h.name === {name});\n\
+         \x20 if (hit) break;\n\
+         }}\n\
+         if (!hit) throw new Error(\"no tool named \" + {name} + \" was found\");\n\
+         await openclaw.tools.describe(hit.id);\n\
+         return await openclaw.tools.call(hit.id, {arguments});"
+    )
+}
+
+/// The first move of the scenario in `mode` (what `repeat_forever` plays every time).
+fn first_move(scenario: &MockScenario, seen: &Seen, mode: Mode) -> Action {
+    play_from(scenario, seen, mode, &[])
+}
+
+/// The scripted model's next move for `request`, and the mode it inferred.
+pub(crate) fn next(scenario: &MockScenario, seen: &Seen) -> (Mode, Action) {
+    let mode = seen.mode();
+    if scenario.repeat_forever {
+        return (mode, first_move(scenario, seen, mode));
+    }
+    let past = history(seen.messages);
+    (mode, play_from(scenario, seen, mode, &past))
+}
+
+fn call(seen: &Seen, name: &str, arguments: Value, hidden_ok: bool) -> Action {
+    let listed = hidden_ok && seen.system.contains(name);
+    if seen.declares(name) || listed {
+        Action::Call {
+            name: name.to_string(),
+            arguments,
+        }
+    } else {
+        Action::Refuse {
+            name: name.to_string(),
+        }
+    }
+}
+
+fn play_from(scenario: &MockScenario, seen: &Seen, mode: Mode, past: &[Past]) -> Action {
+    let target = scenario.target.as_str();
+    match mode {
+        Mode::Direct | Mode::Auto => {
+            let Some(name) = declared_target(seen, target) else {
+                return Action::Refuse {
+                    name: target_name(target).to_string(),
+                };
+            };
+            match done(past, name) {
+                Some(result) => answer(name, &result),
+                None => call(seen, name, scenario.arguments.clone(), false),
+            }
+        }
+        Mode::Tools => {
+            let Some(found) = done(past, "tool_search") else {
+                let queries: Vec<Value> = scenario
+                    .queries
+                    .iter()
+                    .map(|q| json!({"query": q}))
+                    .collect();
+                return call(seen, "tool_search", json!({"queries": queries}), false);
+            };
+            let groups = found.get("results").and_then(Value::as_array);
+            let hit = groups
+                .into_iter()
+                .flatten()
+                .flat_map(|g| {
+                    g.get("candidates")
+                        .and_then(Value::as_array)
+                        .into_iter()
+                        .flatten()
+                })
+                .chain(found.as_array().into_iter().flatten())
+                .find(|hit| hit_matches(hit, target));
+            let Some(id) = hit.and_then(|h| h.get("id")).and_then(Value::as_str) else {
+                return Action::Answer(format!(
+                    "I could not find a tool named {} in the search results.",
+                    target_name(target)
+                ));
+            };
+            if done(past, "tool_describe").is_none() {
+                return call(seen, "tool_describe", json!({"id": id}), false);
+            }
+            match done(past, "tool_call") {
+                Some(result) => answer("tool_call", &result),
+                None => call(
+                    seen,
+                    "tool_call",
+                    json!({"id": id, "args": scenario.arguments}),
+                    false,
+                ),
+            }
+        }
+        Mode::Directory => {
+            let name = target_name(target);
+            if !seen.declares(name) && !seen.system.contains(name) {
+                // Not in the directory (it was cut to its budget): search, as the note says.
+                return play_from(scenario, seen, Mode::Tools, past);
+            }
+            match done(past, name) {
+                Some(result) => answer(name, &result),
+                None => call(seen, name, scenario.arguments.clone(), true),
+            }
+        }
+        Mode::Code => match done(past, "tool_search_code") {
+            Some(result) => answer("tool_search_code", &result),
+            None => call(
+                seen,
+                "tool_search_code",
+                json!({"code": scenario_cell(scenario)}),
+                false,
+            ),
+        },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use super::*;
+
+    fn request(tools: &[&str], system: &str, extra: Vec<Value>) -> Value {
+        let mut messages = vec![
+            json!({"role": "system", "content": system}),
+            json!({"role": "user", "content": "go"}),
+        ];
+        messages.extend(extra);
+        json!({
+            "tools": tools.iter().map(|n| json!({"type": "function", "function": {"name": n}})).collect::<Vec<_>>(),
+            "messages": messages,
+        })
+    }
+
+    fn turn(name: &str, id: &str, result: Value) -> Vec<Value> {
+        vec![
+            json!({"role": "assistant", "content": null, "tool_calls": [{"id": id, "type": "function", "function": {"name": name, "arguments": "{}"}}]}),
+            json!({"role": "tool", "tool_call_id": id, "content": result.to_string()}),
+        ]
+    }
+
+    #[test]
+    fn infers_the_mode() {
+        let mode = |tools: &[&str], system: &str| {
+            let r = request(tools, system, vec![]);
+            Seen::of(&r).mode()
+        };
+        assert_eq!(mode(&["a", "b"], ""), Mode::Direct);
+        assert_eq!(mode(&["tool_search_code"], ""), Mode::Code);
+        assert_eq!(
+            mode(&["tool_search", "tool_describe", "tool_call"], "note"),
+            Mode::Tools
+        );
+        assert_eq!(
+            mode(
+                &["tool_search", "tool_describe", "tool_call"],
+                "listed in the directory below"
+            ),
+            Mode::Directory
+        );
+    }
+
+    #[test]
+    fn tools_mode_plays_search_describe_call_answer() {
+        let scenario = MockScenario::default();
+        let controls = ["tool_search", "tool_describe", "tool_call"];
+        let r = request(&controls, "", vec![]);
+        let (_, first) = next(&scenario, &Seen::of(&r));
+        let Action::Call { name, arguments } = first else {
+            panic!("{first:?}")
+        };
+        assert_eq!(name, "tool_search");
+        assert_eq!(arguments["queries"].as_array().unwrap().len(), 2);
+
+        let hits = json!({"results": [{"query": "q", "candidates": [{"id": "plugin:units:convert_units", "name": "convert_units"}]}]});
+        let mut history = turn("tool_search", "1", hits);
+        let r = request(&controls, "", history.clone());
+        let (_, second) = next(&scenario, &Seen::of(&r));
+        assert_eq!(
+            second,
+            Action::Call {
+                name: "tool_describe".into(),
+                arguments: json!({"id": "plugin:units:convert_units"})
+            }
+        );
+        history.extend(turn("tool_describe", "2", json!({"id": "x"})));
+        // An error result does not count as done: the step is retried.
+        history.extend(turn("tool_call", "3", json!({"error": {"message": "bad"}})));
+        let r = request(&controls, "", history.clone());
+        let (_, third) = next(&scenario, &Seen::of(&r));
+        assert!(
+            matches!(&third, Action::Call { name, .. } if name == "tool_call"),
+            "{third:?}"
+        );
+        history.extend(turn("tool_call", "4", json!({"result": {"nonce": "N-1"}})));
+        let r = request(&controls, "", history);
+        let (_, last) = next(&scenario, &Seen::of(&r));
+        let Action::Answer(text) = last else {
+            panic!("{last:?}")
+        };
+        assert!(text.contains("N-1"), "{text}");
+    }
+
+    #[test]
+    fn refuses_undeclared_tools() {
+        let scenario = MockScenario::default();
+        // Direct mode without the target declared.
+        let r = request(&["something_else"], "", vec![]);
+        let (_, action) = next(&scenario, &Seen::of(&r));
+        assert_eq!(
+            action,
+            Action::Refuse {
+                name: "convert_units".into()
+            }
+        );
+        // Directory mode: a listed name is called directly; an unlisted one is searched for.
+        let controls = ["tool_search", "tool_describe", "tool_call"];
+        let r = request(&controls, "the directory: other_tool", vec![]);
+        let (mode, action) = next(&scenario, &Seen::of(&r));
+        assert_eq!(mode, Mode::Directory);
+        assert!(
+            matches!(&action, Action::Call { name, .. } if name == "tool_search"),
+            "{action:?}"
+        );
+        let r = request(&controls, "the directory: convert_units", vec![]);
+        let (_, action) = next(&scenario, &Seen::of(&r));
+        assert!(
+            matches!(&action, Action::Call { name, .. } if name == "convert_units"),
+            "{action:?}"
+        );
+    }
+
+    #[test]
+    fn direct_mode_finds_sanitized_names() {
+        let scenario = MockScenario::default();
+        let r = request(&["a", "units__convert_units"], "", vec![]);
+        let (_, action) = next(&scenario, &Seen::of(&r));
+        assert!(
+            matches!(&action, Action::Call { name, .. } if name == "units__convert_units"),
+            "{action:?}"
+        );
+    }
+}

@@ -1,0 +1,891 @@
+//! The agent loop end to end (R-12.1, R-11.2, R-9.5): a fake plugin of 55 tools, the real
+//! mock provider on a loopback port, every mode; provider faults; the CLI's two processes.
+
+use std::collections::BTreeSet;
+use std::io::{BufRead, BufReader};
+use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Mutex};
+
+use pretty_assertions::assert_eq;
+use serde_json::{Value, json};
+use toolsearch::{
+    Agent, AgentOptions, AgentRun, CallStatus, CallStyle, CatalogMode, CatalogSnapshot, Config,
+    Descriptor, Executor, FailureKind, Fault, FnTool, MockProvider, MockScenario, Mode, Policy,
+    ProviderConfig, Session, SessionLog, Source, StopReason, ToolOutput,
+};
+
+use crate::support::{BIN, rt};
+
+const TARGET: &str = "lookup_release_order";
+const TARGET_ID: &str = "plugin:depot:lookup_release_order";
+const FIELD: &str = "release_order_ref";
+const DECOY: &str = "release_order_lookup_v1";
+const DIRECT_ONLY: &str = "ask_operator";
+const PROMPT: &str = "What is the release status of release order RO-20417?";
+
+/// What the target's executions saw: (arguments, nonce).
+type Runs = Arc<Mutex<Vec<(Value, String)>>>;
+
+fn nonce() -> String {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static N: AtomicU64 = AtomicU64::new(0);
+    let clock = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_nanos();
+    format!("NONCE-{clock:x}-{}", N.fetch_add(1, Ordering::Relaxed))
+}
+
+/// The fake plugin: 52 filler tools with long descriptions, the target, a direct-only tool
+/// and a decoy that the policy denies.
+fn plugin(runs: &Runs) -> Vec<Descriptor> {
+    let echo = || {
+        Arc::new(FnTool(|_ctx, args: Value| async move {
+            Ok(ToolOutput::json(json!({"echo": args})))
+        }))
+    };
+    let nouns = [
+        "pallet", "dock", "carrier", "manifest", "bin", "forklift", "shift", "invoice", "cycle",
+        "picker", "tote", "zone", "rack",
+    ];
+    let verbs = ["list", "inspect", "assign", "audit"];
+    let mut tools = Vec::new();
+    for noun in nouns {
+        for verb in verbs {
+            tools.push(
+                Descriptor::new(Source::Plugin, "depot", &format!("{verb}_{noun}"))
+                    .description(format!(
+                        "{verb} the {noun} records of the depot. This tool works on every {noun} \
+                         the operator may see, keeps the audit trail of each change, honours the \
+                         retention windows configured per site, and reports which {noun} entries \
+                         it touched, with their identifiers, timestamps and the operator who \
+                         approved the change. Paginated; newest first."
+                    ))
+                    .input_schema(json!({
+                        "type": "object",
+                        "properties": {
+                            format!("{noun}_id"): {"type": "string", "description": format!("The {noun} identifier")},
+                            "site": {"type": "string", "description": "Depot site code"},
+                            "limit": {"type": "integer", "minimum": 1, "maximum": 50}
+                        },
+                        "required": [format!("{noun}_id")],
+                        "additionalProperties": false
+                    }))
+                    .tool(echo()),
+            );
+        }
+    }
+    let runs = runs.clone();
+    tools.push(
+        Descriptor::new(Source::Plugin, "depot", TARGET)
+            .description(
+                "Look up a warehouse release order by its reference and return its release \
+                 status together with the confirmation code issued by the depot.",
+            )
+            .input_schema(json!({
+                "type": "object",
+                "properties": {FIELD: {"type": "string", "pattern": "^RO-[0-9]{4,8}$"}},
+                "required": [FIELD],
+                "additionalProperties": false
+            }))
+            .tool(Arc::new(FnTool(move |_ctx, args: Value| {
+                let runs = runs.clone();
+                async move {
+                    let nonce = nonce();
+                    runs.lock().unwrap().push((args.clone(), nonce.clone()));
+                    Ok(ToolOutput::json(
+                        json!({"status": "released", "confirmation": nonce}),
+                    ))
+                }
+            }))),
+    );
+    let mut ask = Descriptor::new(Source::Core, "core", DIRECT_ONLY)
+        .description("Ask the depot operator a question")
+        .input_schema(json!({"type": "object", "properties": {"question": {"type": "string"}}, "required": ["question"]}))
+        .tool(echo());
+    ask.catalog_mode = CatalogMode::DirectOnly;
+    tools.push(ask);
+    tools.push(
+        Descriptor::new(Source::Plugin, "depot", DECOY)
+            .description("Look up a release order in the old system and return its status")
+            .input_schema(json!({"type": "object", "properties": {FIELD: {"type": "string"}}, "required": [FIELD]}))
+            .tool(echo()),
+    );
+    tools
+}
+
+fn policy() -> Policy {
+    Policy::from_json(&json!({"session": {"deny": [format!("*{DECOY}")]}})).unwrap()
+}
+
+fn scenario() -> MockScenario {
+    MockScenario {
+        target: TARGET.into(),
+        arguments: json!({FIELD: "RO-20417"}),
+        queries: vec!["release order status".into(), "depot release lookup".into()],
+        ..MockScenario::default()
+    }
+}
+
+fn agent(mock: &MockProvider) -> Agent {
+    Agent::new(
+        ProviderConfig::new(mock.url(), "toolsearch-mock"),
+        AgentOptions::default(),
+    )
+    .unwrap()
+}
+
+/// One lane's evidence.
+struct Lane {
+    run: AgentRun,
+    runs: Vec<(Value, String)>,
+    bodies: Vec<String>,
+    declared: Vec<BTreeSet<String>>,
+    log: Vec<Value>,
+    session_mode: Mode,
+}
+
+async fn lane(mock: &MockProvider, mode: Mode) -> Lane {
+    mock.clear();
+    let runs: Runs = Arc::default();
+    let log = SessionLog::in_memory();
+    let session = Session::builder(Config::default())
+        .mode(mode)
+        .catalog(CatalogSnapshot::build(plugin(&runs)))
+        .policy(policy())
+        .session_log(log.clone())
+        .worker_binary(BIN)
+        .warm_pool(0)
+        .build()
+        .await
+        .unwrap();
+    let run = agent(mock).run(&session, PROMPT).await;
+    let session_mode = session.mode();
+    session.finish().await;
+    let requests = mock.requests();
+    Lane {
+        bodies: requests.iter().map(|r| r.body.clone().unwrap()).collect(),
+        declared: requests
+            .iter()
+            .map(|r| r.tool_names.iter().cloned().collect())
+            .collect(),
+        runs: runs.lock().unwrap().clone(),
+        log: log.lines(),
+        run,
+        session_mode,
+    }
+}
+
+fn set(names: &[&str]) -> BTreeSet<String> {
+    names.iter().map(|s| s.to_string()).collect()
+}
+
+fn records<'a>(log: &'a [Value], kind: &str) -> Vec<&'a Value> {
+    log.iter().filter(|r| r["type"] == kind).collect()
+}
+
+/// R-12.1 in every mode: the target runs exactly once with the right arguments, its nonce
+/// appears only after it ran, the declared set is exactly the mode's, the decoy never reaches
+/// the provider, deferred modes do not leak the target's schema, tools mode batches its two
+/// queries into one search, and the session log answers R-11.2's four questions.
+#[test]
+fn scenario_in_every_mode() {
+    let rt = rt();
+    let mock = rt
+        .block_on(MockProvider::start(([127, 0, 0, 1], 0).into(), scenario()))
+        .unwrap();
+    let mut direct_first = 0;
+    for mode in [
+        Mode::Direct,
+        Mode::Tools,
+        Mode::Directory,
+        Mode::Code,
+        Mode::Auto,
+    ] {
+        let lane = rt.block_on(lane(&mock, mode));
+        let label = mode.to_string();
+        assert_eq!(lane.run.stop, StopReason::Answered, "{label}");
+        assert!(
+            lane.bodies.len() <= 10,
+            "{label}: {} requests",
+            lane.bodies.len()
+        );
+        assert_eq!(lane.bodies.len(), lane.run.requests.len(), "{label}");
+
+        // The target ran exactly once, with the right arguments.
+        assert_eq!(lane.runs.len(), 1, "{label}");
+        let (arguments, nonce) = &lane.runs[0];
+        assert_eq!(arguments, &json!({FIELD: "RO-20417"}), "{label}");
+        // The nonce: absent from the first request, in the tool result and the answer.
+        assert!(!lane.bodies[0].contains(nonce.as_str()), "{label}");
+        let tool_results: Vec<&Value> = lane
+            .run
+            .messages()
+            .iter()
+            .filter(|m| m["role"] == "tool")
+            .collect();
+        assert!(
+            tool_results
+                .iter()
+                .any(|m| m["content"].as_str().unwrap().contains(nonce.as_str())),
+            "{label}"
+        );
+        assert!(
+            lane.run.answer.as_deref().unwrap().contains(nonce.as_str()),
+            "{label}"
+        );
+        // The decoy never reaches the provider.
+        for body in &lane.bodies {
+            assert!(!body.contains(DECOY), "{label}");
+        }
+
+        // The declared set is exactly the mode's, and the same on every request.
+        let expected = match lane.session_mode {
+            Mode::Direct => {
+                let mut names: BTreeSet<String> = plugin(&Arc::default())
+                    .iter()
+                    .map(|t| t.name.clone())
+                    .collect();
+                names.remove(DECOY);
+                names
+            }
+            Mode::Tools | Mode::Directory => {
+                set(&["tool_search", "tool_describe", "tool_call", DIRECT_ONLY])
+            }
+            Mode::Code => set(&["tool_search_code", DIRECT_ONLY]),
+            Mode::Auto => unreachable!(),
+        };
+        for declared in &lane.declared {
+            assert_eq!(declared, &expected, "{label}");
+        }
+        if mode == Mode::Auto {
+            assert_eq!(
+                lane.session_mode,
+                Mode::Code,
+                "55 allowed tools: auto defers"
+            );
+        }
+        if lane.session_mode == Mode::Direct {
+            // Direct exposes the fake schemas.
+            assert!(lane.bodies[0].contains(FIELD));
+            direct_first = lane.bodies[0].len();
+        } else {
+            // A deferred first request does not carry the target's schema, and is smaller.
+            assert!(!lane.bodies[0].contains(FIELD), "{label}");
+            assert!(lane.bodies[0].len() < direct_first, "{label}");
+        }
+
+        // The calls the model made.
+        let names: Vec<&str> = lane.run.calls.iter().map(|c| c.name.as_str()).collect();
+        match lane.session_mode {
+            Mode::Direct | Mode::Directory => assert_eq!(names, vec![TARGET], "{label}"),
+            Mode::Tools => {
+                assert_eq!(names, vec!["tool_search", "tool_describe", "tool_call"]);
+                let search = lane.run.calls[0].arguments["queries"].as_array().unwrap();
+                assert_eq!(search.len(), 2);
+                let result: Value =
+                    serde_json::from_str(tool_results[0]["content"].as_str().unwrap()).unwrap();
+                assert_eq!(result["results"].as_array().unwrap().len(), 2, "two groups");
+            }
+            Mode::Code => assert_eq!(names, vec!["tool_search_code"], "{label}"),
+            Mode::Auto => unreachable!(),
+        }
+        assert!(lane.run.calls.iter().all(|c| c.status == CallStatus::Ok));
+
+        // R-11.2 from the session log: schemas up front, searches and describes, the final
+        // tool and its source.
+        let start = records(&lane.log, "run_start");
+        assert_eq!(
+            start[0]["schemas_visible_up_front"],
+            json!(expected.len()),
+            "{label}"
+        );
+        let (searches, describes) = match lane.session_mode {
+            Mode::Tools | Mode::Code => (1, 1),
+            _ => (0, 0),
+        };
+        assert_eq!(records(&lane.log, "search").len(), searches, "{label}");
+        if searches == 1 {
+            let queries = records(&lane.log, "search")[0]["queries"].clone();
+            let expect = if lane.session_mode == Mode::Tools {
+                2
+            } else {
+                1
+            };
+            assert_eq!(queries, json!(expect), "{label}");
+        }
+        assert_eq!(records(&lane.log, "describe").len(), describes, "{label}");
+        let calls = records(&lane.log, "call");
+        assert_eq!(calls.len(), 1, "{label}");
+        assert_eq!(calls[0]["tool_id"], TARGET_ID, "{label}");
+        assert_eq!(calls[0]["source"], "plugin", "{label}");
+        assert_eq!(calls[0]["status"], "ok", "{label}");
+        if mode == Mode::Auto {
+            let decision = records(&lane.log, "auto_decision");
+            assert_eq!(decision[0]["chosen"], "code");
+        }
+    }
+    rt.block_on(mock.shutdown());
+}
+
+/// A client tool stops the run and is handed to the caller; `resume` completes it.
+#[test]
+fn client_tools_are_returned_to_the_caller() {
+    let rt = rt();
+    let mut open = Descriptor::new(Source::Client, "app", "open_ticket")
+        .description("Open a support ticket in the user's app")
+        .input_schema(json!({"type": "object", "properties": {"title": {"type": "string"}}, "required": ["title"]}));
+    open.executor = Executor::Client;
+    let mock = rt
+        .block_on(MockProvider::start(
+            ([127, 0, 0, 1], 0).into(),
+            MockScenario {
+                target: "open_ticket".into(),
+                arguments: json!({"title": "printer on fire"}),
+                ..MockScenario::default()
+            },
+        ))
+        .unwrap();
+    let session = rt
+        .block_on(
+            Session::builder(Config::default())
+                .mode(Mode::Direct)
+                .catalog(CatalogSnapshot::build([open]))
+                .build(),
+        )
+        .unwrap();
+    let agent = agent(&mock);
+    let run = rt.block_on(agent.run(&session, "open a ticket"));
+    let StopReason::ClientCall { call } = &run.stop else {
+        panic!("{:?}", run.stop)
+    };
+    assert_eq!(call.tool.id, "client:client:open_ticket");
+    assert_eq!(call.args, json!({"title": "printer on fire"}));
+    assert_eq!(run.calls[0].status, CallStatus::ClientCall);
+    let run = rt.block_on(agent.resume(&session, run, Ok(json!({"ticket": "T-77"}))));
+    assert_eq!(run.stop, StopReason::Answered);
+    assert!(
+        run.answer.as_deref().unwrap().contains("T-77"),
+        "{:?}",
+        run.answer
+    );
+}
+
+/// A run against a mock with `faults`, in `mode`, on the fake plugin.
+fn faulty_run(
+    mode: Mode,
+    scenario: MockScenario,
+    tune: impl FnOnce(&mut ProviderConfig, &mut AgentOptions),
+) -> (
+    AgentRun,
+    Vec<(Value, String)>,
+    Vec<toolsearch::RecordedRequest>,
+) {
+    let rt = rt();
+    let mock = rt
+        .block_on(MockProvider::start(([127, 0, 0, 1], 0).into(), scenario))
+        .unwrap();
+    let runs: Runs = Arc::default();
+    let mut provider = ProviderConfig::new(mock.url(), "toolsearch-mock");
+    provider.initial_backoff = std::time::Duration::from_millis(10);
+    let mut options = AgentOptions::default();
+    tune(&mut provider, &mut options);
+    let agent = Agent::new(provider, options).unwrap();
+    let run = rt.block_on(async {
+        let session = Session::builder(Config::default())
+            .mode(mode)
+            .catalog(CatalogSnapshot::build(plugin(&runs)))
+            .policy(policy())
+            .build()
+            .await
+            .unwrap();
+        let run = agent.run(&session, PROMPT).await;
+        session.finish().await;
+        run
+    });
+    let requests = mock.requests();
+    let runs = runs.lock().unwrap().clone();
+    (run, runs, requests)
+}
+
+fn with_faults(faults: &[Fault]) -> MockScenario {
+    MockScenario {
+        faults: faults.to_vec(),
+        ..scenario()
+    }
+}
+
+/// 500, then 429 (Retry-After: 1), then 200: one turn, three attempts, the scenario completes.
+#[test]
+fn retries_500_and_429_then_completes() {
+    let (run, runs, requests) = faulty_run(
+        Mode::Tools,
+        with_faults(&[Fault::Status(500), Fault::Status(429)]),
+        |_, _| {},
+    );
+    assert_eq!(run.stop, StopReason::Answered);
+    assert_eq!(run.requests[0].attempts, 3);
+    assert_eq!(run.requests[0].status, Some(200));
+    assert_eq!(requests[0].action, "fault status 500");
+    assert_eq!(requests[1].action, "fault status 429");
+    assert_eq!(runs.len(), 1);
+}
+
+/// Retries are bounded: a provider that always fails ends the run with its status.
+#[test]
+fn persistent_5xx_is_a_clear_outcome() {
+    let (run, runs, requests) = faulty_run(
+        Mode::Tools,
+        with_faults(&[Fault::Status(503); 8]),
+        |provider, _| provider.max_retries = 2,
+    );
+    let StopReason::ProviderError { kind, message, .. } = &run.stop else {
+        panic!("{:?}", run.stop)
+    };
+    assert_eq!(*kind, "status");
+    assert!(message.contains("503"), "{message}");
+    assert_eq!(run.requests[0].attempts, 3);
+    assert_eq!(requests.len(), 3);
+    assert!(runs.is_empty());
+}
+
+/// A malformed answer is retried; when it persists the run stops saying why.
+#[test]
+fn malformed_json_is_retried_then_reported() {
+    let (run, runs, _) = faulty_run(Mode::Direct, with_faults(&[Fault::Malformed]), |_, _| {});
+    assert_eq!(run.stop, StopReason::Answered);
+    assert_eq!(run.requests[0].attempts, 2);
+    assert_eq!(runs.len(), 1);
+
+    let (run, runs, _) = faulty_run(
+        Mode::Direct,
+        with_faults(&[Fault::Malformed; 8]),
+        |provider, _| provider.max_retries = 1,
+    );
+    let StopReason::ProviderError { kind, message, .. } = &run.stop else {
+        panic!("{:?}", run.stop)
+    };
+    assert_eq!(*kind, "malformed");
+    assert!(message.contains("not JSON"), "{message}");
+    assert!(runs.is_empty());
+}
+
+/// An unknown tool name gets the session's recovery message; the model goes on.
+#[test]
+fn unknown_tool_is_answered_not_fatal() {
+    let (run, runs, requests) =
+        faulty_run(Mode::Tools, with_faults(&[Fault::UnknownTool]), |_, _| {});
+    assert_eq!(run.stop, StopReason::Answered);
+    assert_eq!(run.calls[0].name, "no_such_tool");
+    assert_eq!(
+        run.calls[0].status,
+        CallStatus::Failed(FailureKind::Unknown)
+    );
+    let fed_back = requests[1].body.as_deref().unwrap();
+    assert!(fed_back.contains("no_such_tool") && fed_back.contains("error"));
+    assert_eq!(runs.len(), 1);
+}
+
+/// Non-JSON arguments are answered with an error; nothing runs for that call.
+#[test]
+fn non_json_arguments_are_answered_not_run() {
+    let (run, runs, requests) =
+        faulty_run(Mode::Direct, with_faults(&[Fault::BadArguments]), |_, _| {});
+    assert_eq!(run.stop, StopReason::Answered);
+    assert_eq!(run.calls[0].name, TARGET);
+    assert_eq!(run.calls[0].status, CallStatus::InvalidJson);
+    assert_eq!(
+        run.calls[0].arguments,
+        json!({"invalid_json": "{\"query\": \"unterminated"})
+    );
+    assert!(
+        requests[1]
+            .body
+            .as_deref()
+            .unwrap()
+            .contains("not valid JSON")
+    );
+    assert_eq!(runs.len(), 1, "only the corrected call ran");
+}
+
+/// A model that repeats a call forever is answered once, then stopped.
+#[test]
+fn a_call_repeated_forever_is_detected() {
+    let scenario = MockScenario {
+        repeat_forever: true,
+        ..scenario()
+    };
+    let (run, runs, requests) = faulty_run(Mode::Direct, scenario, |_, _| {});
+    let StopReason::RepeatedCall { name, arguments } = &run.stop else {
+        panic!("{:?}", run.stop)
+    };
+    assert_eq!(name, TARGET);
+    assert_eq!(arguments, &json!({FIELD: "RO-20417"}));
+    assert_eq!(runs.len(), 1, "a repeat never runs the tool again");
+    assert_eq!(requests.len(), 3);
+    let statuses: Vec<CallStatus> = run.calls.iter().map(|c| c.status).collect();
+    assert_eq!(
+        statuses,
+        vec![CallStatus::Ok, CallStatus::Repeated, CallStatus::Repeated]
+    );
+}
+
+/// A provider that never answers is cut off by the request timeout.
+#[test]
+fn a_stalled_provider_times_out() {
+    let (run, runs, _) = faulty_run(
+        Mode::Tools,
+        with_faults(&[Fault::Stall(60)]),
+        |provider, _| provider.request_timeout = std::time::Duration::from_secs(1),
+    );
+    let StopReason::ProviderError { kind, .. } = &run.stop else {
+        panic!("{:?}", run.stop)
+    };
+    assert_eq!(*kind, "timeout");
+    assert_eq!(run.requests[0].attempts, 1, "a timeout is not retried");
+    assert!(runs.is_empty());
+}
+
+/// Calls written as text: parsed and counted apart when lenient, the final answer otherwise.
+#[test]
+fn text_calls_are_lenient_only_when_enabled() {
+    let scenario = MockScenario {
+        text_calls: true,
+        ..scenario()
+    };
+    let (run, runs, _) = faulty_run(Mode::Tools, scenario.clone(), |_, options| {
+        options.lenient = true
+    });
+    assert_eq!(run.stop, StopReason::Answered);
+    assert_eq!((run.strict_calls(), run.lenient_calls()), (0, 3));
+    assert!(run.calls.iter().all(|c| c.style == CallStyle::Lenient));
+    assert_eq!(runs.len(), 1);
+
+    let (run, runs, _) = faulty_run(Mode::Tools, scenario, |_, _| {});
+    assert_eq!(run.stop, StopReason::Answered);
+    assert!(run.calls.is_empty());
+    assert!(run.answer.unwrap().contains("<tool_call>"));
+    assert!(runs.is_empty());
+}
+
+/// The turn limit and the token budget stop a run before the next request.
+#[test]
+fn turn_limit_and_token_budget() {
+    let (run, runs, requests) =
+        faulty_run(Mode::Tools, scenario(), |_, options| options.max_turns = 2);
+    assert_eq!(run.stop, StopReason::TurnLimit { max_turns: 2 });
+    assert_eq!(requests.len(), 2);
+    assert!(runs.is_empty());
+
+    let (run, _, requests) = faulty_run(Mode::Tools, scenario(), |_, options| {
+        options.token_budget = Some(100)
+    });
+    let StopReason::TokenBudget { used, budget } = run.stop else {
+        panic!("{:?}", run.stop)
+    };
+    assert_eq!(budget, 100);
+    assert!(used >= 100);
+    assert_eq!(requests.len(), 1);
+}
+
+/// Nothing listening: retried, then reported; never a hang.
+#[test]
+fn an_unreachable_provider_is_reported() {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let rt = rt();
+    let mut provider = ProviderConfig::new(format!("http://127.0.0.1:{port}"), "m");
+    provider.initial_backoff = std::time::Duration::from_millis(10);
+    let agent = Agent::new(provider, AgentOptions::default()).unwrap();
+    let run = rt.block_on(async {
+        let session = Session::builder(Config::default())
+            .mode(Mode::Tools)
+            .build()
+            .await
+            .unwrap();
+        agent.run(&session, "hi").await
+    });
+    let StopReason::ProviderError { kind, .. } = &run.stop else {
+        panic!("{:?}", run.stop)
+    };
+    assert_eq!(*kind, "unreachable");
+    assert_eq!(run.requests[0].attempts, 4);
+    assert!(Agent::new(ProviderConfig::new("ftp://x", "m"), AgentOptions::default()).is_err());
+}
+
+/// Kills the child on drop (the mock provider process of a test).
+struct Reaped(Child);
+
+impl Drop for Reaped {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// As a new user following the README: `toolsearch mock-provider` in one process,
+/// `toolsearch agent` in another, in every mode, on the embedded demo catalog.
+#[test]
+fn cli_agent_against_cli_mock_provider_in_every_mode() {
+    let mut child = Command::new(BIN)
+        .args(["mock-provider", "--listen", "127.0.0.1:0"])
+        .env("RUST_LOG", "warn")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let stdout = child.stdout.take().unwrap();
+    let mock = Reaped(child);
+    let mut url = String::new();
+    BufReader::new(stdout).read_line(&mut url).unwrap();
+    let url = url.trim().to_string();
+    assert!(url.starts_with("http://127.0.0.1:"), "{url}");
+
+    for mode in ["direct", "tools", "directory", "code", "auto"] {
+        let output = Command::new(BIN)
+            .args([
+                "agent",
+                "--provider",
+                &url,
+                "--mode",
+                mode,
+                "--prompt",
+                "Convert 10 km to miles",
+                "--json",
+            ])
+            .env("RUST_LOG", "warn")
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&output.stdout);
+        assert!(
+            output.status.success(),
+            "{mode}: {text}\n{}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        let run: Value = serde_json::from_str(&text).unwrap();
+        assert_eq!(run["stop"]["reason"], "answered", "{mode}");
+        let answer = run["answer"].as_str().unwrap();
+        assert!(answer.contains("6.21"), "{mode}: {answer}");
+        assert!(run["turns"].as_u64().unwrap() <= 4, "{mode}");
+        assert!(run["total_request_bytes"].as_u64().unwrap() > 0);
+        assert_eq!(
+            run["request_bytes"].as_array().unwrap().len() as u64,
+            run["turns"].as_u64().unwrap()
+        );
+    }
+
+    // The mock recorded every request; the text answer path and exit codes too.
+    let rt = rt();
+    let recorded: Value = rt.block_on(async {
+        let _ = rustls::crypto::ring::default_provider().install_default();
+        reqwest::get(format!("{url}/debug/requests"))
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap()
+    });
+    let requests = recorded["requests"].as_array().unwrap();
+    assert!(requests.len() >= 10, "{}", requests.len());
+    assert!(requests.iter().all(|r| r["body"].is_null()));
+    assert_eq!(requests[0]["mode"], "direct");
+    assert!(requests[0]["declared_tools"].as_u64().unwrap() > 300);
+    drop(mock);
+}
+
+/// `agent` exit codes: 1 when the run stops without an answer, 2 for usage.
+#[test]
+fn cli_agent_exit_codes() {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let output = Command::new(BIN)
+        .args([
+            "agent",
+            "--provider",
+            &format!("http://127.0.0.1:{port}"),
+            "--mode",
+            "tools",
+            "--prompt",
+            "hi",
+            "--json",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(1));
+    let run: Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(run["stop"]["reason"], "provider_error");
+    assert_eq!(run["stop"]["kind"], "unreachable");
+    let usage = Command::new(BIN)
+        .args(["agent", "--prompt", "hi"])
+        .output()
+        .unwrap();
+    assert_eq!(usage.status.code(), Some(2));
+    let remote = Command::new(BIN)
+        .args(["mock-provider", "--listen", "0.0.0.0:0"])
+        .output()
+        .unwrap();
+    assert_eq!(remote.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&remote.stderr).contains("loopback"));
+}
+
+/// Nine one-line tools with one parameter each (plus the benchmark's target): a catalog whose
+/// direct schemas are smaller than the structured controls.
+fn compact_catalog() -> toolsearch::bench::agent::BenchCatalog {
+    let names = [
+        "get_time",
+        "get_weather",
+        "send_note",
+        "list_files",
+        "read_file",
+        "add_event",
+        "find_contact",
+        "get_quote",
+        "translate_text",
+    ];
+    toolsearch::bench::agent::BenchCatalog {
+        name: "compact".into(),
+        tools: names
+            .iter()
+            .map(|name| {
+                Descriptor::new(Source::Plugin, "app", name)
+                    .description(format!("{}.", name.replace('_', " ")))
+                    .input_schema(json!({
+                        "type": "object",
+                        "properties": {"q": {"type": "string"}},
+                        "required": ["q"]
+                    }))
+            })
+            .collect(),
+    }
+}
+
+/// The payload benchmark (R-9.5): deferred modes shrink the first request by orders of
+/// magnitude on large catalogs, direct stays cheaper on tiny ones, and `auto` follows.
+#[test]
+fn payload_benchmark_ratios() {
+    use toolsearch::bench::agent::{BenchCatalog, PayloadRow, payload};
+    let rt = rt();
+    let mut catalogs: Vec<BenchCatalog> = [10, 1000, 5000]
+        .into_iter()
+        .map(BenchCatalog::synthetic)
+        .collect();
+    catalogs.push(compact_catalog());
+    let rows = rt
+        .block_on(payload(&catalogs, std::path::Path::new(BIN)))
+        .unwrap();
+    assert_eq!(rows.len(), 20);
+    let row = |mode: &str, tools: usize, catalog: &str| -> &PayloadRow {
+        rows.iter()
+            .find(|r| r.mode == mode && r.tools == tools && r.catalog == catalog)
+            .unwrap_or_else(|| panic!("no row {mode} {tools} {catalog}"))
+    };
+    let synthetic = |mode: &str, tools: usize| row(mode, tools, "synthetic");
+    for r in &rows {
+        assert!(r.completed, "{r:?}");
+        assert!((2..=10).contains(&r.turns), "{r:?}");
+        assert!(r.total_request_bytes > r.first_request_bytes, "{r:?}");
+    }
+    let ratio = |mode: &str, tools: usize| {
+        synthetic(mode, tools).first_request_bytes as f64
+            / synthetic("direct", tools).first_request_bytes as f64
+    };
+    for mode in ["tools", "code"] {
+        assert!(
+            ratio(mode, 1000) <= 0.03,
+            "{mode} at 1,000: {}",
+            ratio(mode, 1000)
+        );
+        assert!(
+            ratio(mode, 5000) <= 0.006,
+            "{mode} at 5,000: {}",
+            ratio(mode, 5000)
+        );
+    }
+    assert_eq!(synthetic("direct", 1000).declared_tools, 1000);
+    assert_eq!(synthetic("tools", 5000).declared_tools, 3);
+    assert_eq!(synthetic("code", 5000).declared_tools, 1);
+    assert_eq!(synthetic("auto", 5000).auto_chose.as_deref(), Some("code"));
+
+    // Ten tools: auto stays direct. With these schemas direct costs less than tools mode over
+    // the conversation (two requests against four)…
+    let auto = synthetic("auto", 10);
+    assert_eq!(auto.auto_chose.as_deref(), Some("direct"));
+    assert_eq!(
+        auto.first_request_bytes,
+        synthetic("direct", 10).first_request_bytes
+    );
+    assert!(
+        synthetic("direct", 10).total_request_bytes < synthetic("tools", 10).total_request_bytes
+    );
+    // …and with one-line tools its first request is smaller than the controls too.
+    let compact = |mode: &str| row(mode, 10, "compact");
+    assert!(compact("direct").first_request_bytes < compact("tools").first_request_bytes);
+    assert!(compact("direct").first_request_bytes < compact("directory").first_request_bytes);
+    assert_eq!(compact("auto").auto_chose.as_deref(), Some("direct"));
+    assert_eq!(
+        compact("auto").first_request_bytes,
+        compact("direct").first_request_bytes
+    );
+}
+
+/// `toolsearch bench payload --json` prints the documented row shape, real catalogs included.
+#[test]
+fn cli_bench_payload_json() {
+    let catalog = crate::support::shared().join("catalogs/github_mcp_server.jsonl");
+    let output = crate::support::toolsearch(&[
+        "bench",
+        "payload",
+        "--sizes",
+        "36",
+        "--catalog",
+        catalog.to_str().unwrap(),
+        "--json",
+    ]);
+    assert!(
+        output.status.success(),
+        "{}",
+        crate::support::stderr(&output)
+    );
+    let table: Value = serde_json::from_str(&crate::support::stdout(&output)).unwrap();
+    let rows = table["rows"].as_array().unwrap();
+    assert_eq!(rows.len(), 10, "5 modes × 2 catalogs");
+    for row in rows {
+        for key in [
+            "mode",
+            "tools",
+            "catalog",
+            "declared_tools",
+            "first_request_bytes",
+            "total_request_bytes",
+            "turns",
+        ] {
+            assert!(!row[key].is_null(), "{key} in {row}");
+        }
+        assert_eq!(row["completed"], true, "{row}");
+    }
+    assert!(
+        rows.iter()
+            .any(|r| r["catalog"] == "github_mcp_server.jsonl" && r["mode"] == "tools")
+    );
+    // The text table: a header and one line per row.
+    let text =
+        crate::support::toolsearch(&["bench", "payload", "--sizes", "10", "--synthetic-only"]);
+    assert!(text.status.success(), "{}", crate::support::stderr(&text));
+    let lines: Vec<String> = crate::support::stdout(&text)
+        .lines()
+        .map(str::to_string)
+        .collect();
+    assert_eq!(lines.len(), 6, "{lines:?}");
+    assert!(lines[0].starts_with("mode"));
+    assert!(lines[5].starts_with("auto→direct"), "{}", lines[5]);
+    // Bad input: a clear usage error, no panic.
+    let bad = crate::support::toolsearch(&["bench", "payload", "--sizes", "1", "--synthetic-only"]);
+    assert_eq!(bad.status.code(), Some(1));
+    assert!(crate::support::stderr(&bad).contains("out of range"));
+}
