@@ -24,8 +24,13 @@ use super::bridge::Bridge;
 use super::control::{WorkerExit, WorkerProcess};
 use super::error::SandboxError;
 use super::limits::Limits;
-use super::outcome::{CellResult, CellTelemetry, LimitKind, LogLine, Outcome};
-use super::protocol::{self, Done, DoneStatus, HostFrame, RunCell, SetupStage, Split, WorkerFrame};
+use super::outcome::{
+    CallPhases, CellPhases, CellResult, CellTelemetry, LimitKind, LogLine, Outcome,
+};
+use super::protocol::{
+    self, Done, DoneStatus, HostFrame, RunCell, SetupStage, Spin, Split, TRACE_CALLS, WorkerFrame,
+    WorkerTrace, mono_ns,
+};
 use super::text::{strip_controls, truncate_to};
 
 /// How long to wait for the zygote's exit report after a worker's socket closed.
@@ -36,12 +41,21 @@ pub(crate) struct ReadyWorker {
     pub(crate) process: WorkerProcess,
     stream: UnixStream,
     inbuf: Vec<u8>,
+    /// When `Ready` was read, and the CPU the worker sent it from.
+    ready: Option<(Instant, Option<u32>)>,
 }
 
 impl ReadyWorker {
     /// The worker's pid.
     pub(crate) fn pid(&self) -> u32 {
         self.process.pid
+    }
+
+    /// The CPU the worker is polling for `Run` on, if it still is: it reported `Ready` from
+    /// there less than `ready_spin` ago.
+    pub(crate) fn polling_on(&self, ready_spin: Duration) -> Option<u32> {
+        let (at, cpu) = self.ready?;
+        if at.elapsed() < ready_spin { cpu } else { None }
     }
 
     /// Whether the worker died while idle.
@@ -64,6 +78,7 @@ impl ReadyWorker {
             process,
             stream,
             inbuf: Vec::new(),
+            ready: None,
         };
         let mut scratch = vec![0u8; 4096];
         let deadline = tokio::time::Instant::now() + limit;
@@ -74,7 +89,10 @@ impl ReadyWorker {
                         serde_json::from_slice(&w.inbuf[protocol::HEADER..protocol::HEADER + len]);
                     w.inbuf.drain(..protocol::HEADER + len);
                     return match frame {
-                        Ok(WorkerFrame::Ready { pid }) if pid == w.process.pid => Ok(w),
+                        Ok(WorkerFrame::Ready { pid, cpu }) if pid == w.process.pid => {
+                            w.ready = Some((Instant::now(), cpu));
+                            Ok(w)
+                        }
                         Ok(other) => Err(SandboxError::setup(format!(
                             "expected Ready from worker {}, got {}",
                             w.process.pid,
@@ -212,15 +230,69 @@ impl InFlight {
     }
 }
 
-/// How long a solo cell's task polls the worker's socket without sleeping after each exchange.
-const SPIN: Duration = Duration::from_micros(250);
-
 /// Frame bookkeeping of one cell.
 struct Frames {
     cap: usize,
     calls: u32,
     last_id: u64,
     max_calls: u32,
+    trace: Option<HostTrace>,
+    /// The CPU the worker's last `Call` came from.
+    peer_cpu: Option<u32>,
+}
+
+/// The supervisor's [`mono_ns`] stamps of a traced cell.
+#[derive(Default)]
+struct HostTrace {
+    /// `run_cell` was called.
+    submit: u64,
+    /// The CPU `Run` was written from.
+    cpu: Option<u32>,
+    /// Per bridge call, by id (1 first): `[Call read, Reply about to be written]`.
+    calls: Vec<[u64; 2]>,
+    /// `Done` was read.
+    done: u64,
+}
+
+impl HostTrace {
+    fn call(&mut self, id: u64) -> Option<&mut [u64; 2]> {
+        let i = usize::try_from(id).ok()?.checked_sub(1)?;
+        if i >= TRACE_CALLS {
+            return None;
+        }
+        if self.calls.len() <= i {
+            self.calls.resize(i + 1, [0, 0]);
+        }
+        self.calls.get_mut(i)
+    }
+
+    /// The phases, from both sides' stamps (differences saturate at 0, so a worker's odd stamps
+    /// cannot produce negative figures).
+    fn phases(&self, worker: &WorkerTrace) -> CellPhases {
+        let us = |from: u64, to: u64| to.saturating_sub(from) as f64 / 1e3;
+        let mut resumed = worker.compiled;
+        let mut calls = Vec::with_capacity(worker.calls.len());
+        for (i, w) in worker.calls.iter().enumerate() {
+            let [sent, replied] = *w;
+            let [read, answered] = self.calls.get(i).copied().unwrap_or([0, 0]);
+            calls.push(CallPhases {
+                guest_us: us(resumed.min(sent), sent),
+                hops_us: us(sent, read) + us(answered, replied),
+                host_us: us(read, answered),
+            });
+            resumed = resumed.max(replied);
+        }
+        CellPhases {
+            submit_to_running_us: us(self.submit, worker.run),
+            compile_us: us(worker.run, worker.compiled),
+            calls,
+            tail_us: us(resumed, worker.done),
+            result_to_caller_us: us(worker.done, self.done),
+            host_cpu: self.cpu,
+            worker_cpu: worker.cpu,
+            done_ns: worker.done,
+        }
+    }
 }
 
 impl Frames {
@@ -234,6 +306,7 @@ impl Frames {
     ) -> Option<End> {
         let cap = self.cap;
         let mut consumed = 0;
+        let mut now = 0;
         let end = loop {
             let len = match protocol::split_frame(&inbuf[consumed..], cap) {
                 Split::Incomplete => break None,
@@ -250,15 +323,25 @@ impl Frames {
                 Ok(f) => f,
                 Err(e) => break Some(protocol_error(format!("malformed frame: {e}"))),
             };
+            if let Some(trace) = &mut self.trace
+                && now == 0
+            {
+                now = mono_ns();
+                trace.done = now;
+            }
             match frame {
                 WorkerFrame::Done(done) => break Some(End::Done(done)),
                 WorkerFrame::Ready { .. } => break Some(protocol_error("unexpected Ready".into())),
-                WorkerFrame::Call { id, op, args } => {
+                WorkerFrame::Call { id, op, args, cpu } => {
+                    self.peer_cpu = cpu;
                     if id <= self.last_id {
                         break Some(protocol_error(format!("bridge call id {id} reused")));
                     }
                     self.last_id = id;
                     self.calls += 1;
+                    if let Some(call) = self.trace.as_mut().and_then(|t| t.call(id)) {
+                        call[0] = now;
+                    }
                     if self.calls > self.max_calls {
                         break Some(protocol_error(format!(
                             "more than {} bridge calls (the worker must refuse them)",
@@ -291,22 +374,29 @@ enum End {
     Outcome(Outcome),
 }
 
-/// Runs one cell on `worker`, which is consumed (killed at the end). `spin`: the cell is the only
-/// one in flight, so its task may busy-poll the worker's socket (see below).
+/// Runs one cell on `worker`, which is killed at the end (the caller drops it, closing its
+/// descriptors, whenever it likes: off the result's path). `spin`: the cell is the only
+/// one in flight, so its task may busy-poll the worker's socket (see below), with the CPU the
+/// worker is known to run on when the cell starts. `traced_from`: the [`mono_ns`] stamp of the
+/// submission when the cell's phases are to be measured.
+#[allow(clippy::too_many_arguments)]
 pub(crate) async fn drive(
-    mut worker: ReadyWorker,
+    worker: &mut ReadyWorker,
     code: &str,
     bridge: Arc<dyn Bridge>,
     timeout: Duration,
     limits: &Limits,
     mut telemetry: CellTelemetry,
-    spin: bool,
+    spin: Option<(Spin, Option<u32>)>,
+    traced_from: Option<u64>,
 ) -> CellResult {
     let cap = limits.frame_bytes;
     let mut out = Vec::with_capacity(code.len() + 128);
     let run = HostFrame::Run(RunCell {
         code: code.to_owned(),
         timeout_ms: u64::try_from(timeout.as_millis()).unwrap_or(u64::MAX),
+        trace: traced_from.is_some(),
+        cpu: protocol::current_cpu(),
     });
     if protocol::encode(&run, &mut out).is_err() || out.len() > cap + protocol::HEADER {
         return CellResult::failed(
@@ -331,7 +421,14 @@ pub(crate) async fn drive(
         calls: 0,
         last_id: 0,
         max_calls: limits.bridge_calls,
+        trace: traced_from.map(|submit| HostTrace {
+            submit,
+            cpu: protocol::current_cpu(),
+            ..HostTrace::default()
+        }),
+        peer_cpu: spin.and_then(|(_, cpu)| cpu),
     };
+    let spin = spin.map(|(spin, _)| spin);
     // The worker answers fastest right after it was sent something; sleeping in the reactor and
     // being woken costs tens of microseconds per hop on a virtualized host. So a solo cell's task
     // polls the socket with direct non-blocking reads for a short window after each exchange
@@ -342,8 +439,12 @@ pub(crate) async fn drive(
     // only while no other cell is in flight.
     let mut spin_from = sent_at;
     let end = 'cell: loop {
-        if out_pos >= out.len() && inflight.0.is_empty() {
-            while spin && spin_from.elapsed() < SPIN && reserve(&mut inbuf) {
+        if let Some(spin) = spin
+            && out_pos >= out.len()
+            && inflight.0.is_empty()
+        {
+            let window = spin.window(state.peer_cpu);
+            while spin_from.elapsed() < window && reserve(&mut inbuf) {
                 match read_now(fd, &mut inbuf) {
                     Ok(0) => break,
                     Ok(_) => {
@@ -398,7 +499,11 @@ pub(crate) async fn drive(
                 }
             }
             (id, result) = inflight.next(), if !inflight.0.is_empty() => {
-                encode_reply(id, result, cap, &mut out);
+                encode_reply(id, result, cap, protocol::current_cpu(), &mut out);
+                // Stamped when the reply is ready to go: the write follows at once.
+                if let Some(call) = state.trace.as_mut().and_then(|t| t.call(id)) {
+                    call[1] = mono_ns();
+                }
                 spin_from = Instant::now();
             }
         }
@@ -410,7 +515,12 @@ pub(crate) async fn drive(
     telemetry.bridge_calls = state.calls;
     match end {
         End::Outcome(outcome) => CellResult::failed(outcome, telemetry),
-        End::Done(done) => finish(done, limits, telemetry),
+        End::Done(mut done) => {
+            if let (Some(host), Some(worker)) = (&state.trace, done.trace.take()) {
+                telemetry.phases = Some(host.phases(&worker));
+            }
+            finish(done, limits, telemetry)
+        }
     }
 }
 
@@ -459,11 +569,21 @@ fn protocol_error(detail: String) -> End {
 
 /// Appends the `Reply` frame for call `id` to `out`. A value is serialized straight into the frame
 /// (no intermediate JSON string); if the frame would exceed `cap` it is replaced by an error reply.
-fn encode_reply(id: u64, result: Result<serde_json::Value, String>, cap: usize, out: &mut Vec<u8>) {
+fn encode_reply(
+    id: u64,
+    result: Result<serde_json::Value, String>,
+    cap: usize,
+    cpu: Option<u32>,
+    out: &mut Vec<u8>,
+) {
     let start = out.len();
     let message = match result {
         Ok(value) => {
-            let frame = protocol::ReplyRef::Ok { id, value: &value };
+            let frame = protocol::ReplyRef::Ok {
+                id,
+                value: &value,
+                cpu,
+            };
             match protocol::encode(&frame, out) {
                 Ok(()) if out.len() - start <= cap + protocol::HEADER => return,
                 Ok(()) => {
@@ -485,11 +605,13 @@ fn encode_reply(id: u64, result: Result<serde_json::Value, String>, cap: usize, 
     let frame = protocol::ReplyRef::Err {
         id,
         message: &message,
+        cpu,
     };
     if protocol::encode(&frame, out).is_err() {
         let fallback = protocol::ReplyRef::Err {
             id,
             message: "the tool result could not be encoded",
+            cpu,
         };
         let _ = protocol::encode(&fallback, out);
     }
@@ -619,16 +741,25 @@ mod tests {
             process: WorkerProcess::fake(),
             stream: UnixStream::from_std(ours).unwrap_or_else(|e| panic!("{e}")),
             inbuf: Vec::new(),
+            ready: None,
         };
         let limits = Limits::default().clamped();
+        let mut worker = worker;
         let r = drive(
-            worker,
+            &mut worker,
             "return 1",
             Arc::new(NoBridge),
             Duration::from_secs(5),
             &limits,
             CellTelemetry::default(),
-            true,
+            Some((
+                Spin {
+                    when: protocol::PollWhen::Always,
+                    micros: 250,
+                },
+                None,
+            )),
+            None,
         )
         .await;
         let _ = writer.join();
@@ -670,7 +801,7 @@ mod tests {
 
     #[tokio::test]
     async fn unexpected_ready_is_a_protocol_error() {
-        let r = against(frame(&WorkerFrame::Ready { pid: 1 })).await;
+        let r = against(frame(&WorkerFrame::Ready { pid: 1, cpu: None })).await;
         assert_eq!(protocol_detail(&r), "unexpected Ready");
     }
 
@@ -722,6 +853,7 @@ mod tests {
             log_bytes: 0,
             bridge_calls: 99,
             result_bytes: 3,
+            trace: None,
         };
         let r = against(frame(&WorkerFrame::Done(done))).await;
         assert_eq!(r.outcome, Outcome::Ok);

@@ -97,6 +97,7 @@ mod worker;
 mod zygote;
 
 mod gateway;
+mod inprocess;
 
 pub mod bench;
 
@@ -105,8 +106,11 @@ pub use error::SandboxError;
 pub use gateway::GatewayBridge;
 pub use harden::ALLOWED_SYSCALLS;
 pub use limits::{CellOptions, Limits};
-pub use outcome::{CellResult, CellTelemetry, LimitKind, LogLevel, LogLine, Outcome};
-pub use supervisor::{Supervisor, SupervisorConfig};
+pub use outcome::{
+    CallPhases, CellPhases, CellResult, CellTelemetry, LimitKind, LogLevel, LogLine, Outcome,
+};
+pub use protocol::PollWhen;
+pub use supervisor::{Polling, Supervisor, SupervisorConfig};
 
 /// The argv\[1\] that selects the zygote role of the one binary.
 pub const ZYGOTE_ROLE: &str = "__sandbox-zygote";

@@ -137,7 +137,10 @@ pub async fn run_code_cell(
         .run_cell(
             code,
             std::sync::Arc::new(GatewayBridge::new(gateway.clone())),
-            CellOptions { timeout },
+            CellOptions {
+                timeout,
+                ..CellOptions::default()
+            },
         )
         .instrument(span.clone())
         .await;

@@ -12,6 +12,7 @@ use toolsearch::sandbox::{CellOptions, LimitKind, Limits, LogLevel, LogLine, Out
 fn timeout(ms: u64) -> CellOptions {
     CellOptions {
         timeout: Some(Duration::from_millis(ms)),
+        ..CellOptions::default()
     }
 }
 
