@@ -8,11 +8,9 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use criterion::{Criterion, criterion_group, criterion_main};
-use toolsearch::gateway::Gateway;
-use toolsearch::sandbox::bench::{self, FixtureBridge, NodeScript};
-use toolsearch::sandbox::{
-    Bridge, CellOptions, GatewayBridge, Outcome, Supervisor, SupervisorConfig,
-};
+use toolsearch::Gateway;
+use toolsearch::bench::{self, FixtureBridge, NodeScript};
+use toolsearch::{Bridge, CellOptions, GatewayBridge, Outcome, Supervisor, SupervisorConfig};
 
 /// The cell: the README's walkthrough on the demo catalog.
 const CELL: &str = include_str!("../js/examples/walkthrough.js");

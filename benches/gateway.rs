@@ -10,10 +10,8 @@ use std::time::{Duration, Instant};
 
 use criterion::{Criterion, criterion_group, criterion_main};
 use serde_json::{Value, json};
-use toolsearch::catalog::{
-    CallContext, CatalogSnapshot, Descriptor, FnTool, Source, Tool, ToolOutput,
-};
-use toolsearch::gateway::{BeforeToolCall, Gateway, HookDecision};
+use toolsearch::{BeforeToolCall, Gateway, HookDecision};
+use toolsearch::{CallContext, CatalogSnapshot, Descriptor, FnTool, Source, Tool, ToolOutput};
 
 fn schema() -> Value {
     json!({
@@ -47,7 +45,7 @@ impl BeforeToolCall for PassThrough {
         &'a self,
         _t: &'a Descriptor,
         _a: &'a Value,
-    ) -> toolsearch::catalog::BoxFuture<'a, HookDecision> {
+    ) -> toolsearch::BoxFuture<'a, HookDecision> {
         Box::pin(async { HookDecision::Continue })
     }
 }

@@ -12,11 +12,10 @@ use std::time::Duration;
 
 use criterion::{BenchmarkId, Criterion, criterion_group, criterion_main};
 use serde_json::{Value, json};
-use toolsearch::catalog::{CatalogSnapshot, Descriptor, Source, file};
-use toolsearch::config::SearchLimits;
-use toolsearch::policy::{Authorized, Policy};
-use toolsearch::search::SearchIndex;
-use toolsearch::search::batch::{self, Response};
+use toolsearch::{
+    Authorized, CatalogSnapshot, Descriptor, Gateway, IndexCache, Policy, SearchIndex, Source,
+    load_catalog_file,
+};
 
 const SETS: [&str; 4] = ["bfcl", "livemcpbench", "seal_tools", "toolbench"];
 
@@ -28,11 +27,11 @@ fn pooled() -> Vec<Descriptor> {
     let mut out = Vec::new();
     for set in SETS {
         let path = eval_dir().join(set).join("catalog.jsonl");
-        let loaded = file::load(&path, Source::Plugin)
+        let loaded = load_catalog_file(&path, Source::Plugin)
             .unwrap_or_else(|e| panic!("the bench needs {}: {e}", path.display()));
         for mut tool in loaded.descriptors {
             tool.owner = format!("{set}-{}", tool.owner);
-            tool.id = toolsearch::catalog::tool_id(tool.source, &tool.owner, &tool.name);
+            tool.id = toolsearch::tool_id(tool.source, &tool.owner, &tool.name);
             out.push(tool);
         }
     }
@@ -73,7 +72,7 @@ fn catalog_of(pool: &[Descriptor], n: usize) -> CatalogSnapshot {
                 if round > 0 {
                     copy.name = format!("{}_{round}", tool.name);
                     copy.owner = format!("{}{round}", tool.owner);
-                    copy.id = toolsearch::catalog::tool_id(copy.source, &copy.owner, &copy.name);
+                    copy.id = toolsearch::tool_id(copy.source, &copy.owner, &copy.name);
                 }
                 tools.push(copy);
             }
@@ -104,7 +103,6 @@ fn bench_search(c: &mut Criterion) {
     let batch_request = json!({
         "queries": short.iter().map(|q| json!({"query": q, "limit": 3})).collect::<Vec<_>>()
     });
-    batch::parse(&batch_request, SearchLimits::default()).expect("the bench batch is valid");
     for n in [1_000usize, 10_000, 100_000] {
         let view = Authorized::new(catalog_of(&pool, n), Policy::allow_all());
         assert_eq!(view.len(), n);
@@ -122,7 +120,14 @@ fn bench_search(c: &mut Criterion) {
         });
         group.finish();
 
-        let index = SearchIndex::build(&view).unwrap();
+        // The batch goes through the gateway's `tool_search`, sharing the index.
+        let cache = std::sync::Arc::new(IndexCache::new());
+        let index = cache.get(&view).unwrap();
+        let gateway = Gateway::builder(view.snapshot().clone())
+            .index_cache(cache.clone())
+            .build()
+            .unwrap();
+        assert_eq!(cache.builds(), 1, "the gateway reuses the index");
         let mut group = c.benchmark_group(format!("search_{n}"));
         group.sample_size(50);
         let mut next = 0;
@@ -137,12 +142,8 @@ fn bench_search(c: &mut Criterion) {
         });
         group.bench_function(BenchmarkId::new("batch16", n), |b| {
             b.iter(|| {
-                let response =
-                    batch::run(&index, black_box(&batch_request), SearchLimits::default()).unwrap();
-                let Response::Batch(batch) = &response else {
-                    panic!("batch expected")
-                };
-                assert_eq!(batch.results.len(), 16);
+                let response = gateway.search(black_box(&batch_request)).unwrap();
+                assert_eq!(response["results"].as_array().map(Vec::len), Some(16));
                 response
             })
         });

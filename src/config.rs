@@ -19,8 +19,74 @@ use std::time::Duration;
 
 use serde_json::{Map, Value};
 
+/// A setting's default and the range it is clamped to. Every bound that both the config and
+/// another module apply (the sandbox's limits, the search limits) is one of these constants,
+/// defined here once.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Bounds {
+    /// The value used when nothing is configured.
+    pub default: u64,
+    /// The smallest accepted value (smaller ones are raised to it).
+    pub min: u64,
+    /// The largest accepted value (larger ones are lowered to it).
+    pub max: u64,
+}
+
+impl Bounds {
+    /// `value` moved into `min..=max`.
+    pub const fn clamp(&self, value: u64) -> u64 {
+        if value < self.min {
+            self.min
+        } else if value > self.max {
+            self.max
+        } else {
+            value
+        }
+    }
+}
+
+/// `codeTimeoutMs`: 10,000 ms, clamped to 1,000–60,000. The sandbox's
+/// `Limits::code_timeout` uses the same bounds.
+pub const CODE_TIMEOUT_MS: Bounds = Bounds {
+    default: 10_000,
+    min: 1_000,
+    max: 60_000,
+};
+/// `memoryLimitBytes`: 64 MiB, clamped to 16 MiB–1 GiB. The sandbox's
+/// `Limits::memory_limit_bytes` uses the same bounds.
+pub const MEMORY_LIMIT_BYTES: Bounds = Bounds {
+    default: 64 << 20,
+    min: 16 << 20,
+    max: 1 << 30,
+};
+/// `autoMaxTools`.
+pub const AUTO_MAX_TOOLS: Bounds = Bounds {
+    default: 32,
+    min: 0,
+    max: 10_000,
+};
+/// `autoMaxSchemaTokens`.
+pub const AUTO_MAX_SCHEMA_TOKENS: Bounds = Bounds {
+    default: 12_000,
+    min: 0,
+    max: 1_000_000,
+};
+/// `maxSearchLimit`: 20, clamped to 1–50.
+pub const MAX_SEARCH_LIMIT: Bounds = Bounds {
+    default: 20,
+    min: 1,
+    max: 50,
+};
+/// `searchDefaultLimit`: 8, clamped to 1–`maxSearchLimit` (R-3.8; `max` here is the ceiling).
+pub const SEARCH_DEFAULT_LIMIT: Bounds = Bounds {
+    default: 8,
+    min: 1,
+    max: MAX_SEARCH_LIMIT.max,
+};
+/// The local-model profile's search limits: default 5, max 10.
+pub const LOCAL_SEARCH_LIMITS: (u64, u64) = (5, 10);
 /// The hard ceiling of `maxSearchLimit`.
-pub const MAX_SEARCH_LIMIT_CEILING: usize = 50;
+pub const MAX_SEARCH_LIMIT_CEILING: usize = MAX_SEARCH_LIMIT.max as usize;
 
 /// Search result limits: default 8 and max 20; the local-model profile uses 5 and 10.
 /// `max` is clamped to 1..=50 and `default` to 1..=max.
@@ -32,19 +98,25 @@ pub struct SearchLimits {
 
 impl Default for SearchLimits {
     fn default() -> Self {
-        SearchLimits::new(8, 20)
+        SearchLimits::new(
+            SEARCH_DEFAULT_LIMIT.default as usize,
+            MAX_SEARCH_LIMIT.default as usize,
+        )
     }
 }
 
 impl SearchLimits {
     /// Limits for the local-model profile.
     pub fn local() -> Self {
-        SearchLimits::new(5, 10)
+        SearchLimits::new(
+            LOCAL_SEARCH_LIMITS.0 as usize,
+            LOCAL_SEARCH_LIMITS.1 as usize,
+        )
     }
 
     /// Builds clamped limits: `max` to 1..=50, `default` to 1..=max.
     pub fn new(default: usize, max: usize) -> Self {
-        let max = max.clamp(1, MAX_SEARCH_LIMIT_CEILING);
+        let max = max.clamp(MAX_SEARCH_LIMIT.min as usize, MAX_SEARCH_LIMIT_CEILING);
         SearchLimits {
             default: default.clamp(1, max),
             max,
@@ -220,15 +292,6 @@ const TOP_KEYS: &str = "profile, tools";
 const TOOLS_KEYS: &str = "toolSearch";
 const SEARCH_KEYS: &str = "mode, autoDeferredMode, autoMaxTools, autoMaxSchemaTokens, codeTimeoutMs, memoryLimitBytes, searchDefaultLimit, maxSearchLimit, directory";
 
-/// Bounds of `codeTimeoutMs`.
-pub const CODE_TIMEOUT_MS: (u64, u64, u64) = (10_000, 1_000, 60_000);
-/// Bounds of `memoryLimitBytes`: default, min, max.
-pub const MEMORY_LIMIT_BYTES: (u64, u64, u64) = (64 << 20, 16 << 20, 1 << 30);
-/// Bounds of `autoMaxTools`: default, min, max.
-pub const AUTO_MAX_TOOLS: (u64, u64, u64) = (32, 0, 10_000);
-/// Bounds of `autoMaxSchemaTokens`: default, min, max.
-pub const AUTO_MAX_SCHEMA_TOKENS: (u64, u64, u64) = (12_000, 0, 1_000_000);
-
 impl Config {
     /// The defaults of `profile`.
     pub fn for_profile(profile: Profile) -> Config {
@@ -240,10 +303,10 @@ impl Config {
             profile,
             mode,
             auto_deferred_mode: mode,
-            auto_max_tools: AUTO_MAX_TOOLS.0 as usize,
-            auto_max_schema_tokens: AUTO_MAX_SCHEMA_TOKENS.0 as usize,
-            code_timeout: Duration::from_millis(CODE_TIMEOUT_MS.0),
-            memory_limit_bytes: MEMORY_LIMIT_BYTES.0,
+            auto_max_tools: AUTO_MAX_TOOLS.default as usize,
+            auto_max_schema_tokens: AUTO_MAX_SCHEMA_TOKENS.default as usize,
+            code_timeout: Duration::from_millis(CODE_TIMEOUT_MS.default),
+            memory_limit_bytes: MEMORY_LIMIT_BYTES.default,
             search_limits: limits,
             directory: DirectoryStyle::List,
             warnings: Vec::new(),
@@ -468,11 +531,12 @@ impl Raw {
             .unwrap_or(Profile::Default);
         let mut config = Config::for_profile(profile);
         let mut warnings = Vec::new();
-        let mut clamp = |key: &str, value: u64, (_, min, max): (u64, u64, u64)| {
-            let clamped = value.clamp(min, max);
+        let mut clamp = |key: &str, value: u64, bounds: Bounds| {
+            let clamped = bounds.clamp(value);
             if clamped != value {
                 warnings.push(format!(
-                    "tools.toolSearch.{key} {value} is outside {min}–{max}; using {clamped}"
+                    "tools.toolSearch.{key} {value} is outside {}–{}; using {clamped}",
+                    bounds.min, bounds.max
                 ));
             }
             clamped
@@ -501,15 +565,18 @@ impl Raw {
             config.memory_limit_bytes = clamp("memoryLimitBytes", v, MEMORY_LIMIT_BYTES);
         }
         let max = match self.max_search_limit {
-            Some(v) => clamp(
-                "maxSearchLimit",
-                v,
-                (20, 1, MAX_SEARCH_LIMIT_CEILING as u64),
-            ) as usize,
+            Some(v) => clamp("maxSearchLimit", v, MAX_SEARCH_LIMIT) as usize,
             None => config.search_limits.max_limit(),
         };
         let default = match self.search_default_limit {
-            Some(v) => clamp("searchDefaultLimit", v, (8, 1, max as u64)) as usize,
+            Some(v) => clamp(
+                "searchDefaultLimit",
+                v,
+                Bounds {
+                    max: max as u64,
+                    ..SEARCH_DEFAULT_LIMIT
+                },
+            ) as usize,
             None => config.search_limits.default_limit().min(max),
         };
         config.search_limits = SearchLimits::new(default, max);

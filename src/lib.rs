@@ -1,33 +1,81 @@
 //! toolsearch — a gateway that lets LLM agents use catalogs of hundreds or thousands of tools
 //! without sending every schema to the model.
 //!
+//! Start from a [`Session`]: one run built from a resolved [`Config`], a [`CatalogSnapshot`] and
+//! a [`Policy`]. It gives an adapter everything it needs — the tool definitions per provider
+//! [`Format`], the system-prompt sections, and [`Session::handle`], which answers a model's tool
+//! call with the exact [`Reply`] the model reads. Below it, the [`Gateway`] is the one call path
+//! (policy, approvals, hooks, validation, timeouts, scheduling, session log), and the sandbox runs
+//! code cells in hardened single-use worker processes ([`Supervisor`], [`Limits`], [`Outcome`]).
+//! A binary that may run code cells must call [`dispatch_role`] first thing in `main`.
+//!
 //! Modules, in dependency order (each names only types from modules before it); see
-//! ARCHITECTURE.md for what each owns.
+//! ARCHITECTURE.md for what each owns. All of them are private: this list of re-exports is the
+//! API.
 
 // Foundations.
-pub mod config;
-pub mod telemetry;
+mod config;
+mod telemetry;
 // Tools: descriptors, snapshots, the `Tool` trait; the embedded demo catalog.
-pub mod catalog;
+mod catalog;
+#[cfg(feature = "demo")]
 pub mod demo;
 // Who may see what.
-pub mod policy;
+mod policy;
 // Finding tools: signatures, ranking, the directory.
-pub mod signature;
+mod signature;
 // (ranking, batch search, describe)
-pub mod search;
+mod search;
 // (the capability directory and namespace index)
-pub mod directory;
+mod directory;
 // The one call path.
-pub mod gateway;
+mod gateway;
 // Code mode: QuickJS in hardened worker processes, reaching the gateway through `Bridge`.
-pub mod sandbox;
+mod sandbox;
 // What the model sees, and dispatch back into the gateway.
-pub mod surface;
-// The command line.
-pub mod cli;
+mod surface;
+// One run, as every entry point sees it.
+mod session;
+// The command line (an adapter over `Session`).
+mod cli;
 
-pub use catalog::{CatalogSnapshot, Descriptor, Source, Tool};
-pub use gateway::{CallOutcome, Gateway, GatewayBuilder};
-pub use policy::{Authorized, Policy};
-pub use search::{Hit, IndexCache, SearchIndex};
+pub use catalog::file::{
+    FileError as CatalogFileError, LineIssue, LoadedFile, load as load_catalog_file,
+    parse as parse_catalog,
+};
+pub use catalog::{
+    BoxFuture, CallContext, CatalogIssue, CatalogMode, CatalogSnapshot, Descriptor, ExecutionMode,
+    Executor, FailureKind, FnTool, NestedCalls, Source, Tool, ToolError, ToolOutput, tool_id,
+};
+pub use config::{Bounds, Config, ConfigError, DirectoryStyle, Mode, Profile, SearchLimits};
+pub use gateway::{
+    Approval, ApprovalHandler, BeforeToolCall, CallError, CallOutcome, ClientCall, Envelope,
+    ErrorKind, Gateway, GatewayBuilder, GatewayError, GatewaySettings, GlobApprovals, HookDecision,
+    Operation, Recovery, RunContext, ToolRef,
+};
+pub use policy::{Authorized, Policy, PolicyError};
+pub use sandbox::{
+    ALLOWED_SYSCALLS, Bridge, BridgeError, BridgeOp, CallPhases, CellOptions, CellPhases,
+    CellResult, CellTelemetry, GatewayBridge, LimitKind, Limits, LogLevel, LogLine, Outcome,
+    PollWhen, Polling, SandboxError, Supervisor, SupervisorConfig, dispatch_role,
+};
+pub use search::{Hit, IndexCache, IndexStats, RankedHit, SearchIndex};
+pub use session::{Reply, Session, SessionBuilder, SessionError};
+pub use signature::{Bounds as SignatureBounds, Signature, input_signature, output_signature};
+pub use surface::{
+    AutoDecision, Control, Format, Guidance, PromptSection, ProviderNames, Surface, Target,
+    ToolDefinition, Vocabulary,
+};
+pub use telemetry::SessionLog;
+
+/// The `toolsearch` command line: parses `std::env::args`, runs the command, and returns the
+/// process exit code (0 ok, 1 failed or refused, 2 usage).
+pub fn run_cli() -> std::process::ExitCode {
+    cli::main()
+}
+
+#[doc(hidden)]
+/// The sandbox's cell benchmark (`toolsearch bench cells`, `benches/cells.rs`).
+pub mod bench {
+    pub use crate::sandbox::bench::*;
+}

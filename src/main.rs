@@ -2,8 +2,8 @@
 //! zygote must stay single-threaded), then the CLI (parse, dispatch, map errors to exit codes).
 
 fn main() -> std::process::ExitCode {
-    if let Some(code) = toolsearch::sandbox::dispatch_role() {
+    if let Some(code) = toolsearch::dispatch_role() {
         return code;
     }
-    toolsearch::cli::main()
+    toolsearch::run_cli()
 }

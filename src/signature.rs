@@ -68,8 +68,17 @@ pub struct Signature {
     /// unions) or a keyword that cannot be rendered (`$ref`, `allOf`, …) was present. An input hint that
     /// fell back to `unknown` is never complete.
     pub complete: bool,
-    /// Schema nodes visited by this render; never more than [`NODE_BUDGET`].
+    /// Schema nodes visited by this render; never more than [`Signature::NODE_BUDGET`].
     pub nodes_visited: usize,
+}
+
+impl Signature {
+    /// Bounds of an input hint: 300 chars, depth 4, 16 properties.
+    pub const INPUT_BOUNDS: Bounds = INPUT_BOUNDS;
+    /// Bounds of an output hint: 800 chars, depth 6, 22 properties.
+    pub const OUTPUT_BOUNDS: Bounds = OUTPUT_BOUNDS;
+    /// Most schema nodes one render visits, whatever the schema's size.
+    pub const NODE_BUDGET: usize = NODE_BUDGET;
 }
 
 /// Bounds for one kind of hint.
@@ -152,7 +161,7 @@ const UNKNOWN: &str = "unknown";
 
 /// Input hint: the text is exactly `"unknown"` when the schema is not an object schema, or the
 /// rendering is longer than 300 chars. `complete` reports whether anything was elided or marked
-/// incomplete. `nodes_visited` <= [`NODE_BUDGET`] always.
+/// incomplete. `nodes_visited` <= [`Signature::NODE_BUDGET`] always.
 pub fn input_signature(schema: &Value) -> Signature {
     if !is_object_schema(schema) {
         return Signature {

@@ -126,7 +126,7 @@ impl SessionLog {
         Ok(SessionLog::with_sink(Sink::File(file)))
     }
 
-    /// Appends one record: `kind` plus `fields` (strings are cut to [`MAX_FIELD_CHARS`]).
+    /// Appends one record: `kind` plus `fields` (strings are cut to `MAX_FIELD_CHARS`, 256 characters).
     /// Never fails the caller: a write error is reported through `tracing`.
     pub fn record(&self, kind: &str, fields: Map<String, Value>) {
         let mut state = self

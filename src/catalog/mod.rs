@@ -130,10 +130,60 @@ impl ToolOutput {
     }
 }
 
-/// A failure reported by a tool body. Its message goes back to the model as the call's error.
+/// The coarse kind of a failure, shared by every seam a call crosses (a tool body, nested
+/// calls, the sandbox bridge, the MCP adapter). Fine-grained gateway kinds map onto it
+/// (`gateway::ErrorKind::failure_kind`), so an adapter can tell, say, an upstream outage from
+/// an ordinary tool failure without parsing text.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FailureKind {
+    /// The request or its arguments are wrong (shape, schema, ambiguity): fix and retry.
+    BadArguments,
+    /// No allowed tool matches (a denied tool answers the same, R-2.2).
+    Unknown,
+    /// Policy or a `before_tool_call` hook blocked the call.
+    Blocked,
+    /// The tool requires approval and was not approved.
+    ApprovalDenied,
+    /// The call ran past its deadline and was cancelled.
+    Timeout,
+    /// The tool ran and failed (its own error, a broken schema, an invalid result).
+    ToolFailed,
+    /// The tool's upstream (an MCP server) is unavailable.
+    UpstreamUnavailable,
+    /// A defect on the gateway's side (a panic, a broken invariant): not the model's fault.
+    Internal,
+}
+
+impl FailureKind {
+    /// The snake_case name, as serialized.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            FailureKind::BadArguments => "bad_arguments",
+            FailureKind::Unknown => "unknown",
+            FailureKind::Blocked => "blocked",
+            FailureKind::ApprovalDenied => "approval_denied",
+            FailureKind::Timeout => "timeout",
+            FailureKind::ToolFailed => "tool_failed",
+            FailureKind::UpstreamUnavailable => "upstream_unavailable",
+            FailureKind::Internal => "internal",
+        }
+    }
+}
+
+impl fmt::Display for FailureKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// A failure reported by a tool body (or by a nested call it made). Its message goes back to
+/// the model as the call's error; its kind tells the gateway what kind of failure it is.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{message}")]
 pub struct ToolError {
+    /// What kind of failure (a tool body's own errors are [`FailureKind::ToolFailed`]).
+    pub kind: FailureKind,
     /// What went wrong and, where possible, how to recover.
     pub message: String,
 }
@@ -142,7 +192,14 @@ impl ToolError {
     /// A tool failure with a message for the model.
     #[cold]
     pub fn new(message: impl Into<String>) -> Self {
+        ToolError::of(FailureKind::ToolFailed, message)
+    }
+
+    /// A failure of `kind` (e.g. [`FailureKind::UpstreamUnavailable`] from an MCP executor).
+    #[cold]
+    pub fn of(kind: FailureKind, message: impl Into<String>) -> Self {
         ToolError {
+            kind,
             message: message.into(),
         }
     }
@@ -155,8 +212,13 @@ pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 /// it; every nested call takes the full gateway path, including scheduling, so a nested
 /// call that would wait on its own slot fails with a reentrancy error instead of deadlocking.
 pub trait NestedCalls: Send + Sync {
-    /// Calls the tool `selector` (id or name) with `args`; the result is the envelope's JSON.
-    fn call<'a>(&'a self, selector: &'a str, args: Value) -> BoxFuture<'a, Result<Value, String>>;
+    /// Calls the tool `selector` (id or name) with `args`; the result is the envelope's JSON, the
+    /// error keeps the failed call's kind.
+    fn call<'a>(
+        &'a self,
+        selector: &'a str,
+        args: Value,
+    ) -> BoxFuture<'a, Result<Value, ToolError>>;
 }
 
 /// What a tool body learns about the call it serves.

@@ -9,15 +9,13 @@ use std::sync::Arc;
 use anyhow::{Context, Result, bail};
 use clap::Args;
 
-use super::{CatalogArgs, ConfigArgs, load_catalog, load_policy, runtime};
-use crate::gateway::{Gateway, GlobApprovals};
-use crate::sandbox::bench::{BenchOptions, run_cells_bench_with};
-use crate::sandbox::{
-    CellOptions, CellResult, CellTelemetry, GatewayBridge, Limits, Outcome, Supervisor,
-    SupervisorConfig,
-};
+use super::{CatalogArgs, ConfigArgs, session, with_session};
+use crate::config::Mode;
+use crate::gateway::GlobApprovals;
+use crate::session::SessionBuilder;
 
 /// The cell `toolsearch bench cells` runs: search + describe + call on the demo catalog.
+#[cfg(feature = "demo")]
 pub const BENCH_CELL: &str = include_str!("../../js/examples/walkthrough.js");
 
 #[derive(Debug, Args)]
@@ -101,17 +99,8 @@ fn worker_binary(explicit: &Option<PathBuf>) -> Result<PathBuf> {
     }
 }
 
-/// Sandbox limits from a resolved config.
-pub(super) fn limits_for(config: &crate::config::Config) -> Limits {
-    Limits {
-        code_timeout: config.code_timeout,
-        memory_limit_bytes: usize::try_from(config.memory_limit_bytes).unwrap_or(usize::MAX),
-        ..Limits::default()
-    }
-}
-
-pub(super) fn exec(args: ExecArgs) -> Result<ExitCode> {
-    let code = match (&args.eval, &args.file) {
+fn read_code(args: &ExecArgs) -> Result<String> {
+    Ok(match (&args.eval, &args.file) {
         (Some(code), _) => code.clone(),
         (None, Some(path)) if path.as_os_str() == "-" => {
             let mut code = String::new();
@@ -121,45 +110,47 @@ pub(super) fn exec(args: ExecArgs) -> Result<ExitCode> {
         (None, Some(path)) => std::fs::read_to_string(path)
             .with_context(|| format!("cannot read {}", path.display()))?,
         (None, None) => bail!("give a FILE.js or -e CODE"),
-    };
-    let config = args.config.load()?;
-    let snapshot = load_catalog(&args.catalog)?;
-    let policy = load_policy(&args.catalog)?;
+    })
+}
+
+/// Everything `exec` does before the cell runs; any failure here is a set-up failure.
+fn exec_session(args: &ExecArgs) -> Result<(String, SessionBuilder)> {
+    let code = read_code(args)?;
     let approvals = GlobApprovals::new(&args.approve).map_err(anyhow::Error::msg)?;
-    let gateway = Gateway::builder(snapshot)
-        .policy(policy)
-        .approvals(Arc::new(approvals))
-        .build()?;
-    let mut limits = limits_for(&config);
-    if let Some(ms) = args.timeout_ms {
-        limits.code_timeout = std::time::Duration::from_millis(ms);
-    }
-    let binary = worker_binary(&args.worker_binary)?;
-    let result = runtime()?.block_on(async move {
-        let mut supervisor_config = SupervisorConfig::new(binary);
-        // One cell: fork on demand rather than keeping a pool warm.
-        supervisor_config.pool_size = 0;
-        supervisor_config.limits = limits;
-        match Supervisor::start(supervisor_config).await {
-            Err(error) => CellResult::failed(
-                Outcome::WorkerSetupFailure {
-                    detail: error.to_string(),
-                },
-                CellTelemetry::default(),
-            ),
-            Ok(supervisor) => {
-                let result = supervisor
-                    .run_cell(
-                        &code,
-                        Arc::new(GatewayBridge::new(gateway)),
-                        CellOptions::default(),
-                    )
-                    .await;
-                supervisor.shutdown().await;
-                result
-            }
-        }
+    let builder = session(&args.config, &args.catalog)?
+        // A cell always runs in code mode; one cell: fork on demand rather than keep a pool.
+        .mode(Mode::Code)
+        .warm_pool(0)
+        .worker_binary(worker_binary(&args.worker_binary)?)
+        .approvals(Arc::new(approvals));
+    Ok((code, builder))
+}
+
+pub(super) fn exec(args: ExecArgs) -> Result<ExitCode> {
+    let prepared = exec_session(&args).and_then(|(code, builder)| {
+        let timeout = args.timeout_ms.map(std::time::Duration::from_millis);
+        with_session(builder, async |session| {
+            session.run_cell(&code, timeout).await
+        })
     });
+    let result = match prepared {
+        Ok(result) => result,
+        // `--json` always prints exactly one object, set-up failures included.
+        Err(error) if args.json => {
+            let mut out = std::io::stdout().lock();
+            writeln!(
+                out,
+                "{}",
+                serde_json::to_string_pretty(&serde_json::json!({
+                    "ok": false,
+                    "error": {"kind": "setup", "message": format!("{error:#}")},
+                    "logs": [],
+                }))?
+            )?;
+            return Ok(ExitCode::from(1));
+        }
+        Err(error) => return Err(error),
+    };
     let mut out = std::io::stdout().lock();
     if args.json {
         writeln!(out, "{}", serde_json::to_string_pretty(&result.to_json())?)?;
@@ -189,22 +180,39 @@ pub(super) fn exec(args: ExecArgs) -> Result<ExitCode> {
     })
 }
 
+#[cfg(not(feature = "demo"))]
+pub(super) fn bench_cells(_args: BenchCellsArgs) -> Result<ExitCode> {
+    bail!("bench cells runs on the embedded demo catalog: build with the `demo` feature")
+}
+
+#[cfg(feature = "demo")]
 pub(super) fn bench_cells(args: BenchCellsArgs) -> Result<ExitCode> {
+    use crate::config::Config;
+    use crate::sandbox::bench::{BenchOptions, run_cells_bench_with};
+    use crate::session::Session;
+
     let binary = worker_binary(&args.worker_binary)?;
-    let gateway = Gateway::builder(crate::demo::catalog()).build()?;
     let report = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?
-        .block_on(run_cells_bench_with(
-            &binary,
-            Arc::new(GatewayBridge::new(gateway)),
-            BENCH_CELL,
-            &BenchOptions {
+        .block_on(async {
+            // The bench drives its own supervisors (warm pool, cold forks) against the bridge of
+            // a demo-catalog run; the run itself needs no sandbox.
+            let session = Session::builder(Config::default())
+                .mode(Mode::Tools)
+                .catalog(crate::demo::catalog())
+                .build()
+                .await?;
+            let options = BenchOptions {
                 iterations: args.iterations,
                 worker_nice: args.worker_nice.min(19),
                 polling: args.polling.into(),
-            },
-        ))?;
+            };
+            let report =
+                run_cells_bench_with(&binary, session.bridge(), BENCH_CELL, &options).await;
+            session.finish().await;
+            anyhow::Ok(report?)
+        })?;
     let mut out = std::io::stdout().lock();
     if args.json {
         writeln!(out, "{}", serde_json::to_string_pretty(&report)?)?;

@@ -125,7 +125,7 @@ pub fn evaluate(index: &SearchIndex, queries_path: &Path) -> Result<Metrics> {
 pub(super) fn run(catalog: Option<&Path>, queries: &Path, as_json: bool) -> Result<ExitCode> {
     let snapshot = match catalog {
         Some(path) => super::load_files(&[path.to_path_buf()], Source::Plugin)?,
-        None => crate::demo::catalog(),
+        None => super::default_catalog()?,
     };
     let view = Authorized::new(snapshot, Policy::allow_all());
     let index = SearchIndex::build(&view)?;

@@ -2,6 +2,10 @@
 //!
 //! Exit codes: 0 ok, 1 failed or refused, 2 usage. Skipped catalog lines are reported on stderr
 //! with a count and do not change the exit code unless nothing loaded at all.
+//!
+//! Every command that touches the call path is an adapter over a [`Session`]: it loads the
+//! config, catalog and policy the flags name, builds the session, and renders its answers. No
+//! command builds a gateway, surface or sandbox supervisor itself, or reads config values.
 
 mod code;
 mod eval;
@@ -13,11 +17,12 @@ use std::process::ExitCode;
 
 use anyhow::{Context, Result, bail};
 use clap::{Args, Parser, Subcommand, ValueEnum};
+use serde_json::{Value, json};
 
 use crate::catalog::{CatalogSnapshot, Descriptor, Source, file};
-use crate::config::SearchLimits;
-use crate::policy::{Authorized, Policy};
-use crate::search::{IndexCache, SearchIndex, lookup};
+use crate::config::Mode;
+use crate::policy::Policy;
+use crate::session::{Reply, Session, SessionBuilder};
 
 /// toolsearch — progressive disclosure of large tool catalogs for LLM agents.
 #[derive(Debug, Parser)]
@@ -111,11 +116,13 @@ enum CatalogSource {
 struct SearchArgs {
     /// What to find, in a few English words.
     query: String,
-    /// How many hits (default 8, max 20).
+    /// How many hits (default from the config: 8, max 20; local profile 5, max 10).
     #[arg(long)]
     limit: Option<i64>,
     #[command(flatten)]
     catalog: CatalogArgs,
+    #[command(flatten)]
+    config: ConfigArgs,
     /// Print JSON (an array of hits).
     #[arg(long)]
     json: bool,
@@ -131,6 +138,8 @@ struct DescribeArgs {
     ids: Vec<String>,
     #[command(flatten)]
     catalog: CatalogArgs,
+    #[command(flatten)]
+    config: ConfigArgs,
     /// Print JSON (an object, or an array for several ids).
     #[arg(long)]
     json: bool,
@@ -145,6 +154,8 @@ struct CallArgs {
     args: String,
     #[command(flatten)]
     catalog: CatalogArgs,
+    #[command(flatten)]
+    config: ConfigArgs,
     /// Approve tools that require approval when their id or name matches this glob
     /// (repeatable); others are denied.
     #[arg(long = "approve", value_name = "GLOB")]
@@ -213,7 +224,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
 /// Loads the catalog the arguments name (or the demo catalog), reporting skipped lines.
 pub(crate) fn load_catalog(args: &CatalogArgs) -> Result<CatalogSnapshot> {
     if args.catalogs.is_empty() {
-        return Ok(crate::demo::catalog());
+        return default_catalog();
     }
     let source = match args.catalog_source {
         None => Source::Plugin,
@@ -221,6 +232,20 @@ pub(crate) fn load_catalog(args: &CatalogArgs) -> Result<CatalogSnapshot> {
         Some(CatalogSource::Client) => Source::Client,
     };
     load_files(&args.catalogs, source)
+}
+
+/// The catalog when no `--catalog` is given: the embedded demo catalog.
+#[cfg(feature = "demo")]
+pub(crate) fn default_catalog() -> Result<CatalogSnapshot> {
+    Ok(crate::demo::catalog())
+}
+
+/// Without the `demo` feature there is no default catalog.
+#[cfg(not(feature = "demo"))]
+pub(crate) fn default_catalog() -> Result<CatalogSnapshot> {
+    bail!(
+        "no --catalog FILE given (this build has no embedded demo catalog: it was built without the `demo` feature)"
+    )
 }
 
 /// Loads catalog files as `source`; bad lines are reported on stderr and skipped.
@@ -255,50 +280,71 @@ pub(crate) fn load_policy(args: &CatalogArgs) -> Result<Policy> {
     }
 }
 
-pub(crate) fn build_index(args: &CatalogArgs) -> Result<std::sync::Arc<SearchIndex>> {
-    let snapshot = load_catalog(args)?;
-    let policy = load_policy(args)?;
-    let view = Authorized::new(snapshot, policy);
-    IndexCache::new()
-        .get(&view)
-        .context("building the search index")
+/// A session builder over what the flags name: the config (and profile), the catalog and the
+/// policy. Commands add what only they know (a mode, approvals, the worker binary).
+pub(crate) fn session(config: &ConfigArgs, catalog: &CatalogArgs) -> Result<SessionBuilder> {
+    let config = config.load()?;
+    Ok(Session::builder(config)
+        .catalog(load_catalog(catalog)?)
+        .policy(load_policy(catalog)?))
+}
+
+/// Builds a session and runs `body` with it on a current-thread runtime; the run is finished
+/// (`run_end`, sandbox stopped) afterwards.
+pub(crate) fn with_session<T>(
+    builder: SessionBuilder,
+    body: impl AsyncFnOnce(&Session) -> T,
+) -> Result<T> {
+    runtime()?.block_on(async move {
+        let session = builder.build().await?;
+        let out = body(&session).await;
+        session.finish().await;
+        Ok(out)
+    })
+}
+
+/// The model-facing error message of a failed reply (for stderr).
+fn reply_message(reply: &Reply) -> String {
+    let body = reply.body();
+    body["error"]["message"]
+        .as_str()
+        .map(str::to_string)
+        .unwrap_or_else(|| body.to_string())
 }
 
 fn search(args: SearchArgs) -> Result<ExitCode> {
-    let index = build_index(&args.catalog)?;
-    let limits = SearchLimits::default();
-    let limit_value = args.limit.map(serde_json::Value::from);
-    let limit = crate::search::resolve_limit(limit_value.as_ref(), limits)?;
-    let ranked = index.rank(&args.query, limit);
-    let hits: Vec<_> = ranked
-        .iter()
-        .filter_map(|r| index.hit(r.position))
-        .collect();
+    // Searching needs no sandbox: the structured controls' session, with the config's limits.
+    let builder = session(&args.config, &args.catalog)?.mode(Mode::Tools);
+    let limit = args.limit.map(Value::from);
+    let explained = with_session(builder, async |session| {
+        session.explain(&args.query, limit.as_ref())
+    })?;
+    let explained = match explained {
+        Ok(explained) => explained,
+        Err(reply) => bail!(reply_message(&reply)),
+    };
     let mut out = std::io::stdout().lock();
     if args.json {
-        if args.explain {
-            let explained: Vec<serde_json::Value> = hits
-                .iter()
-                .zip(&ranked)
-                .map(|(hit, r)| {
-                    let mut value = serde_json::to_value(hit).unwrap_or_default();
-                    value["score"] = serde_json::json!(r.score);
-                    value["exact"] = serde_json::json!(r.exact);
-                    value["literal"] = serde_json::json!(r.literal);
-                    value
-                })
-                .collect();
-            writeln!(out, "{}", serde_json::to_string_pretty(&explained)?)?;
-        } else {
-            writeln!(out, "{}", serde_json::to_string_pretty(&hits)?)?;
-        }
+        let hits: Vec<Value> = explained
+            .iter()
+            .map(|(hit, r)| {
+                let mut value = serde_json::to_value(hit).unwrap_or_default();
+                if args.explain {
+                    value["score"] = json!(r.score);
+                    value["exact"] = json!(r.exact);
+                    value["literal"] = json!(r.literal);
+                }
+                value
+            })
+            .collect();
+        writeln!(out, "{}", serde_json::to_string_pretty(&hits)?)?;
         return Ok(ExitCode::SUCCESS);
     }
-    if hits.is_empty() {
+    if explained.is_empty() {
         writeln!(out, "no tools match {:?}", args.query)?;
         return Ok(ExitCode::SUCCESS);
     }
-    for (rank, (hit, r)) in hits.iter().zip(&ranked).enumerate() {
+    for (rank, (hit, r)) in explained.iter().enumerate() {
         writeln!(out, "{:>2}. {}  [{}]", rank + 1, hit.id, hit.source)?;
         if !hit.description.is_empty() {
             writeln!(out, "    {}", hit.description)?;
@@ -325,14 +371,20 @@ fn search(args: SearchArgs) -> Result<ExitCode> {
 }
 
 fn describe(args: DescribeArgs) -> Result<ExitCode> {
-    let index = build_index(&args.catalog)?;
+    let builder = session(&args.config, &args.catalog)?.mode(Mode::Tools);
+    let replies = with_session(builder, async |session| {
+        args.ids
+            .iter()
+            .map(|id| session.describe(&Value::String(id.clone())))
+            .collect::<Vec<Reply>>()
+    })?;
     let mut described = Vec::new();
     let mut failed = false;
-    for id in &args.ids {
-        match lookup::describe(&index, id) {
-            Ok(d) => described.push(d),
-            Err(error) => {
-                eprintln!("toolsearch: {error}");
+    for reply in &replies {
+        match reply {
+            Reply::Ok(value) => described.push(value.clone()),
+            other => {
+                eprintln!("toolsearch: {}", reply_message(other));
                 failed = true;
             }
         }
@@ -340,30 +392,29 @@ fn describe(args: DescribeArgs) -> Result<ExitCode> {
     let mut out = std::io::stdout().lock();
     if args.json {
         let value = if args.ids.len() == 1 {
-            described
-                .first()
-                .map(serde_json::to_value)
-                .transpose()?
-                .unwrap_or(serde_json::Value::Null)
+            described.first().cloned().unwrap_or(Value::Null)
         } else {
-            serde_json::to_value(&described)?
+            Value::Array(described.clone())
         };
         if !(failed && args.ids.len() == 1) {
             writeln!(out, "{}", serde_json::to_string_pretty(&value)?)?;
         }
     } else {
         for d in &described {
-            writeln!(out, "{}  [{}]", d.hit.id, d.hit.source)?;
-            if !d.hit.description.is_empty() {
-                writeln!(out, "  {}", d.hit.description)?;
+            let text = |key: &str| d[key].as_str().unwrap_or_default().to_string();
+            writeln!(out, "{}  [{}]", text("id"), text("source"))?;
+            if !text("description").is_empty() {
+                writeln!(out, "  {}", text("description"))?;
             }
-            writeln!(out, "  input: {}", d.hit.input)?;
+            if d.get("input").is_some() {
+                writeln!(out, "  input: {}", text("input"))?;
+            }
             writeln!(
                 out,
                 "  input_schema: {}",
-                serde_json::to_string_pretty(&d.input_schema)?.replace('\n', "\n  ")
+                serde_json::to_string_pretty(&d["input_schema"])?.replace('\n', "\n  ")
             )?;
-            if let Some(schema) = &d.output_schema {
+            if let Some(schema) = d.get("output_schema").filter(|s| !s.is_null()) {
                 writeln!(
                     out,
                     "  output_schema: {}",
@@ -387,47 +438,52 @@ pub(crate) fn runtime() -> Result<tokio::runtime::Runtime> {
 }
 
 fn call(args: CallArgs) -> Result<ExitCode> {
-    let snapshot = load_catalog(&args.catalog)?;
-    let policy = load_policy(&args.catalog)?;
-    let call_args: serde_json::Value = serde_json::from_str(&args.args)
+    let call_args: Value = serde_json::from_str(&args.args)
         .with_context(|| format!("--args is not valid JSON: {}", args.args))?;
     let approvals =
         crate::gateway::GlobApprovals::new(&args.approve).map_err(anyhow::Error::msg)?;
-    let gateway = crate::gateway::Gateway::builder(snapshot)
-        .policy(policy)
-        .approvals(std::sync::Arc::new(approvals))
-        .build()?;
-    let request = serde_json::json!({"id": args.id, "args": call_args});
-    let outcome = runtime()?.block_on(gateway.call(&request));
+    let builder = session(&args.config, &args.catalog)?
+        // The CLI words errors like the structured controls it mirrors.
+        .mode(Mode::Tools)
+        .approvals(std::sync::Arc::new(approvals));
+    let request = json!({"id": args.id, "args": call_args});
+    let reply = with_session(builder, async |session| session.call(&request).await)?;
     let mut out = std::io::stdout().lock();
-    match outcome {
-        crate::gateway::CallOutcome::Done(envelope) => {
+    match &reply {
+        Reply::Ok(envelope) => {
             if args.json {
+                writeln!(out, "{}", serde_json::to_string_pretty(envelope)?)?;
+            } else {
                 writeln!(
                     out,
-                    "{}",
-                    serde_json::to_string_pretty(&envelope.to_json())?
+                    "{}  [{}]",
+                    envelope["tool"]["id"].as_str().unwrap_or_default(),
+                    envelope["tool"]["source"].as_str().unwrap_or_default()
                 )?;
-            } else {
-                writeln!(out, "{}  [{}]", envelope.tool.id, envelope.tool.source)?;
-                if let Some(text) = &envelope.result.text {
+                if let Some(text) = envelope["result"]["text"].as_str() {
                     writeln!(out, "{text}")?;
                 }
-                if let Some(details) = &envelope.result.details {
+                if let Some(details) = envelope["result"].get("details") {
                     writeln!(out, "{}", serde_json::to_string_pretty(details)?)?;
                 }
             }
             Ok(ExitCode::SUCCESS)
         }
-        other => {
-            let error = match other.into_result() {
-                Err(error) => error,
-                Ok(_) => bail!("unexpected call outcome"),
+        Reply::ClientCall(_) | Reply::Failed { .. } => {
+            let error = match &reply {
+                Reply::ClientCall(call) => json!({"error": {
+                    "kind": "client_tool",
+                    "message": format!("{} is a client tool: the application runs it, not the gateway", call.tool.id),
+                }}),
+                other => other.body(),
             };
             if args.json {
-                writeln!(out, "{}", serde_json::to_string_pretty(&error.to_json())?)?;
+                writeln!(out, "{}", serde_json::to_string_pretty(&error)?)?;
             }
-            eprintln!("toolsearch: {}", error.message);
+            eprintln!(
+                "toolsearch: {}",
+                error["error"]["message"].as_str().unwrap_or_default()
+            );
             Ok(ExitCode::from(1))
         }
     }

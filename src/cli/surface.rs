@@ -4,13 +4,12 @@ use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use anyhow::{Result, bail};
+use anyhow::Result;
 use clap::{Args, ValueEnum};
 
-use super::{CatalogArgs, ConfigArgs, load_catalog, load_policy, runtime};
+use super::{CatalogArgs, ConfigArgs, session, with_session};
 use crate::config::Mode;
-use crate::gateway::Gateway;
-use crate::surface::{CodeAvailability, Format, Surface, SurfaceOptions};
+use crate::surface::Format;
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
 enum ModeArg {
@@ -50,63 +49,27 @@ pub(super) struct SurfaceArgs {
     worker_binary: Option<PathBuf>,
 }
 
-/// Whether a code-mode worker can start here.
-pub(super) fn probe_code(binary: Option<&PathBuf>) -> CodeAvailability {
-    let binary = match binary {
-        Some(path) => path.clone(),
-        None => match std::env::current_exe() {
-            Ok(path) => path,
-            Err(error) => return CodeAvailability::Unavailable(error.to_string()),
-        },
-    };
-    match runtime() {
-        Ok(rt) => rt.block_on(CodeAvailability::probe(&binary)),
-        Err(error) => CodeAvailability::Unavailable(error.to_string()),
-    }
-}
-
 pub(super) fn surface(args: SurfaceArgs) -> Result<ExitCode> {
-    let mut config = args.config.load()?;
+    let format = match args.format {
+        FormatArg::Openai => Format::OpenAi,
+        FormatArg::Anthropic => Format::Anthropic,
+    };
+    let mut builder = session(&args.config, &args.catalog)?
+        .context_tokens(args.context_tokens)
+        .warm_pool(0);
     if let Some(mode) = args.mode {
-        config.mode = match mode {
+        builder = builder.mode(match mode {
             ModeArg::Direct => Mode::Direct,
             ModeArg::Tools => Mode::Tools,
             ModeArg::Directory => Mode::Directory,
             ModeArg::Code => Mode::Code,
             ModeArg::Auto => Mode::Auto,
-        };
+        });
     }
-    let format = match args.format {
-        FormatArg::Openai => Format::OpenAi,
-        FormatArg::Anthropic => Format::Anthropic,
-    };
-    let snapshot = load_catalog(&args.catalog)?;
-    let policy = load_policy(&args.catalog)?;
-    let gateway = Gateway::builder(snapshot)
-        .policy(policy)
-        .settings(crate::gateway::GatewaySettings {
-            search_limits: config.search_limits,
-            ..Default::default()
-        })
-        .build()?;
-    let might_run_code = config.mode == Mode::Code
-        || (config.mode == Mode::Auto && config.auto_deferred_mode == Mode::Code);
-    let code = if might_run_code {
-        probe_code(args.worker_binary.as_ref())
-    } else {
-        CodeAvailability::Available
-    };
-    let surface = match Surface::build(
-        &gateway,
-        &SurfaceOptions {
-            config,
-            context_tokens: args.context_tokens,
-            code,
-        },
-    ) {
-        Ok(surface) => surface,
-        Err(error) => bail!(error),
-    };
+    if let Some(binary) = &args.worker_binary {
+        builder = builder.worker_binary(binary);
+    }
+    let surface = with_session(builder, async |session| session.surface().clone())?;
     let mut out = std::io::stdout().lock();
     if args.json {
         writeln!(

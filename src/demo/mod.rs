@@ -3,7 +3,7 @@
 //!
 //! Owns:
 //! - The descriptors, kept as data in `catalog.json` (embedded with `include_str!`, parsed once
-//!   into a `OnceLock`) and mapped to implementations by owner and tool name ([`tools`]).
+//!   into a `OnceLock`) and mapped to implementations by owner and tool name (`tools`).
 //!   A JSON line whose tool has no implementation is still a descriptor, with
 //!   [`Executor::Unavailable`]; client tools get [`Executor::Client`] (the gateway never runs
 //!   them).
@@ -19,7 +19,7 @@
 //! (2026-03-02T09:00:00Z, see `clock`); quotes, weather and web pages come from fixed tables.
 //!
 //! Invariants: ids are unique; every non-client tool has an implementation; a tool never just
-//! returns its arguments; bad-but-valid input (unknown id, empty list) gives a [`ToolError`] or
+//! returns its arguments; bad-but-valid input (unknown id, empty list) gives a [`ToolError`](crate::ToolError) or
 //! a well-formed "not found" result, never a panic; results with an output schema validate
 //! against it (tests check all of these for every tool).
 

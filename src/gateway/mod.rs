@@ -29,22 +29,26 @@ mod schedule;
 mod validate;
 
 pub use hooks::{Approval, ApprovalHandler, BeforeToolCall, GlobApprovals, HookDecision};
-pub use outcome::{CallError, CallOutcome, ClientCall, Envelope, ErrorKind, ToolRef};
-pub use schedule::{Schedule, ScheduleError};
+pub use outcome::{
+    CallError, CallOutcome, ClientCall, Envelope, ErrorKind, Operation, Recovery, ToolRef,
+};
+pub(crate) use request::lookup_error;
+pub use schedule::Schedule;
 
-use std::collections::HashMap;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::collections::{HashMap, VecDeque};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::{Duration, Instant};
 
 use serde_json::{Map, Value, json};
 
 use crate::catalog::{
-    BoxFuture, CallContext, CatalogSnapshot, Descriptor, Executor, NestedCalls, Source, ToolOutput,
+    BoxFuture, CallContext, CatalogSnapshot, Descriptor, Executor, FailureKind, NestedCalls,
+    Source, ToolError, ToolOutput,
 };
 use crate::config::SearchLimits;
 use crate::policy::{Authorized, Policy};
-use crate::search::{IndexCache, SearchIndex, batch, lookup};
+use crate::search::{Hit, IndexCache, RankedHit, SearchIndex, batch, lookup};
 use crate::signature::input_signature;
 use crate::telemetry::{Counters, SessionLog};
 use request::Target;
@@ -70,7 +74,8 @@ pub struct RunContext {
     pub sandbox: Option<String>,
     /// The session id.
     pub session: Option<String>,
-    /// How many tool schemas the surface showed the model up front.
+    /// How many tool schemas the surface showed the model up front. A session sets it
+    /// with [`Gateway::start_run`] once its surface is built.
     pub schemas_visible_up_front: usize,
 }
 
@@ -111,6 +116,7 @@ pub struct GatewayBuilder {
     log: SessionLog,
     cache: Option<Arc<IndexCache>>,
     schedule: Option<Schedule>,
+    defer_run_start: bool,
 }
 
 impl GatewayBuilder {
@@ -127,6 +133,7 @@ impl GatewayBuilder {
             log: SessionLog::discard(),
             cache: None,
             schedule: None,
+            defer_run_start: false,
         }
     }
 
@@ -178,6 +185,13 @@ impl GatewayBuilder {
         self
     }
 
+    /// Leaves the `run_start` record to [`Gateway::start_run`] (a session writes it once it
+    /// knows how many schemas its surface shows up front).
+    pub fn defer_run_start(mut self) -> Self {
+        self.defer_run_start = true;
+        self
+    }
+
     /// Builds the gateway (and the search index, unless the cache has it).
     pub fn build(self) -> Result<Gateway, GatewayError> {
         let cache = self.cache.unwrap_or_default();
@@ -198,11 +212,17 @@ impl GatewayBuilder {
                 counters: Counters::default(),
                 schedule: self.schedule.unwrap_or_default(),
                 outages: RwLock::new(HashMap::new()),
-                pending: Mutex::new(Vec::new()),
-                finals: Mutex::new(Vec::new()),
+                pending: Mutex::new(VecDeque::new()),
+                finals: Mutex::new(VecDeque::new()),
+                schemas_visible_up_front: AtomicUsize::new(0),
+                started: AtomicBool::new(false),
+                finished: AtomicBool::new(false),
             }),
         };
-        gateway.log_run_start();
+        if !self.defer_run_start {
+            let visible = gateway.inner.run.schemas_visible_up_front;
+            gateway.start_run(visible);
+        }
         Ok(gateway)
     }
 }
@@ -268,9 +288,15 @@ struct Inner {
     schedule: Schedule,
     /// MCP servers (owners) known to be down, with the reason.
     outages: RwLock<HashMap<String, String>>,
-    pending: Mutex<Vec<Pending>>,
+    pending: Mutex<VecDeque<Pending>>,
     /// (tool id, source) of final calls, most recent last (bounded).
-    finals: Mutex<Vec<(String, Source)>>,
+    finals: Mutex<VecDeque<(String, Source)>>,
+    /// Schemas the model saw up front (set by `start_run`).
+    schemas_visible_up_front: AtomicUsize,
+    /// `run_start` written.
+    started: AtomicBool,
+    /// `run_end` written.
+    finished: AtomicBool,
 }
 
 /// The gateway of one run. Cheap to clone; clones share everything.
@@ -393,8 +419,14 @@ impl Gateway {
         let started = Instant::now();
         let state = self.state();
         Counters::bump(&self.inner.counters.searches);
-        let response = batch::run(&state.index, args, self.inner.settings.search_limits)
-            .map_err(|e| CallError::new(ErrorKind::BadRequest, None, e.to_string()));
+        let response =
+            batch::run(&state.index, args, self.inner.settings.search_limits).map_err(|e| {
+                CallError::new(ErrorKind::BadRequest, None, e.to_string()).recover(
+                    Recovery::Usage {
+                        operation: Operation::Search,
+                    },
+                )
+            });
         let (queries, results) = match &response {
             Ok(batch::Response::Hits(hits)) => (1, hits.len()),
             Ok(batch::Response::Batch(b)) => (
@@ -417,6 +449,43 @@ impl Gateway {
         response.map(|r| r.to_json())
     }
 
+    /// The ranking behind a single search, with each hit's score and tier (a debug view for
+    /// operators: `toolsearch search --explain`). `limit` follows like `tool_search`'s.
+    /// Counted and logged as a search.
+    pub fn explain(
+        &self,
+        query: &str,
+        limit: Option<&Value>,
+    ) -> Result<Vec<(Hit, RankedHit)>, CallError> {
+        let limit = crate::search::resolve_limit(limit, self.inner.settings.search_limits)
+            .map_err(|e| {
+                CallError::new(ErrorKind::BadRequest, None, e.to_string()).recover(
+                    Recovery::Usage {
+                        operation: Operation::Search,
+                    },
+                )
+            })?;
+        let started = Instant::now();
+        let state = self.state();
+        Counters::bump(&self.inner.counters.searches);
+        Counters::bump(&self.inner.counters.queries);
+        let ranked = state.index.rank(query, limit);
+        let explained: Vec<(Hit, RankedHit)> = ranked
+            .into_iter()
+            .filter_map(|r| state.index.hit(r.position).map(|hit| (hit, r)))
+            .collect();
+        let mut fields = self.base_fields();
+        fields.insert("queries".into(), json!(1));
+        fields.insert("results".into(), json!(explained.len()));
+        fields.insert("ok".into(), json!(true));
+        fields.insert(
+            "duration_us".into(),
+            json!(started.elapsed().as_micros() as u64),
+        );
+        self.inner.log.record("search", fields);
+        Ok(explained)
+    }
+
     /// `tool_describe`: `{id}`, `{name}` or a bare string selector.
     pub fn describe(&self, args: &Value) -> Result<Value, CallError> {
         let _span =
@@ -434,8 +503,11 @@ impl Gateway {
             None => Err(CallError::new(
                 ErrorKind::BadRequest,
                 None,
-                "tool_describe takes {\"id\": \"<tool id from tool_search>\"}",
-            )),
+                "describing a tool takes its id (a string)",
+            )
+            .recover(Recovery::Usage {
+                operation: Operation::Describe,
+            })),
             Some(selector) => match lookup::describe(&state.index, selector) {
                 Ok(described) => Ok(described.into_json()),
                 Err(error) => {
@@ -450,14 +522,7 @@ impl Gateway {
                             "direct": true,
                             "input_schema": direct.input_schema,
                         })),
-                        None => Err(CallError::new(
-                            match error {
-                                lookup::LookupError::Ambiguous { .. } => ErrorKind::Ambiguous,
-                                lookup::LookupError::Unknown { .. } => ErrorKind::UnknownTool,
-                            },
-                            None,
-                            error.to_string(),
-                        )),
+                        None => Err(request::lookup_error(error)),
                     }
                 }
             },
@@ -529,24 +594,32 @@ impl Gateway {
                     .map(|d| d.name.clone())
                     .unwrap_or_else(|| id.clone());
                 return Err((
-                    CallOutcome::Failed(CallError::new(
-                        ErrorKind::DirectOnly,
-                        Some(&id),
-                        format!(
-                            "{id} is a direct tool, not a catalog tool: call it directly as the tool {name:?} with its own arguments, not through tool_call."
-                        ),
-                    )),
+                    CallOutcome::Failed(
+                        CallError::new(
+                            ErrorKind::DirectOnly,
+                            Some(&id),
+                            format!(
+                                "{id} is a direct tool, not a catalog tool: it is not run through the catalog."
+                            ),
+                        )
+                        .recover(Recovery::CallDirectly { id: id.clone(), name }),
+                    ),
                     None,
                 ));
             }
         };
         let Some(tool) = state.tool(position) else {
             return Err((
-                CallOutcome::Failed(CallError::new(
-                    ErrorKind::UnknownTool,
-                    None,
-                    "the tool is no longer in the catalog; search again",
-                )),
+                CallOutcome::Failed(
+                    CallError::new(
+                        ErrorKind::UnknownTool,
+                        None,
+                        "the tool is no longer in the catalog",
+                    )
+                    .recover(Recovery::Search {
+                        suggestions: Vec::new(),
+                    }),
+                ),
                 None,
             ));
         };
@@ -582,15 +655,12 @@ impl Gateway {
         if !state.view.policy().allows(tool) {
             // Unreachable through resolution (the index holds allowed tools only); kept so a
             // future change cannot turn a denied tool into a callable one.
-            return fail(
-                ErrorKind::UnknownTool,
-                None,
+            return Err(CallOutcome::Failed(request::lookup_error(
                 lookup::LookupError::Unknown {
                     selector: tool.id.clone(),
                     suggestions: Vec::new(),
-                }
-                .to_string(),
-            );
+                },
+            )));
         }
         if tool.source == Source::Mcp {
             let outages = self
@@ -599,14 +669,7 @@ impl Gateway {
                 .read()
                 .unwrap_or_else(std::sync::PoisonError::into_inner);
             if let Some(reason) = outages.get(&tool.owner) {
-                return fail(
-                    ErrorKind::ServerUnavailable,
-                    Some(tool),
-                    format!(
-                        "The MCP server {:?} is unavailable ({reason}), so {} cannot be called in this run. Do not retry it and do not search for it again; tell the user the server is down or use a different capability.",
-                        tool.owner, tool.id
-                    ),
-                );
+                return Err(CallOutcome::Failed(server_down(tool, reason)));
             }
         }
         if matches!(tool.executor, Executor::Unavailable) && tool.source != Source::Client {
@@ -667,9 +730,9 @@ impl Gateway {
         let call_id = format!("client-{:x}", fresh_id());
         let mut pending = lock(&self.inner.pending);
         if pending.len() >= MAX_PENDING_CLIENT_CALLS {
-            pending.remove(0);
+            pending.pop_front();
         }
-        pending.push(Pending {
+        pending.push_back(Pending {
             call_id: call_id.clone(),
             tool: tool_ref(tool),
             started: Instant::now(),
@@ -694,15 +757,22 @@ impl Gateway {
             return Ok(None);
         }
         if !args.is_object() {
-            return fail(
-                ErrorKind::InvalidArguments,
-                Some(tool),
-                format!(
-                    "arguments for {} must be an object; expected input: {}",
-                    tool.id,
-                    input_signature(&tool.input_schema).text
-                ),
-            );
+            let signature = input_signature(&tool.input_schema).text;
+            return Err(CallOutcome::Failed(
+                CallError::new(
+                    ErrorKind::InvalidArguments,
+                    Some(&tool.id),
+                    format!(
+                        "arguments for {} must be an object, got {}; expected input: {signature}",
+                        tool.id,
+                        crate::catalog::json_kind(args)
+                    ),
+                )
+                .recover(Recovery::FixArguments {
+                    id: tool.id.clone(),
+                    signature,
+                }),
+            ));
         }
         let validator = match state
             .validators
@@ -723,11 +793,17 @@ impl Gateway {
         let problems = validate::problems(&validator, &tool.input_schema, args);
         if !problems.is_empty() {
             let signature = input_signature(&tool.input_schema).text;
-            return fail(
-                ErrorKind::InvalidArguments,
-                Some(tool),
-                validate::render(&tool.id, &problems, &signature),
-            );
+            return Err(CallOutcome::Failed(
+                CallError::new(
+                    ErrorKind::InvalidArguments,
+                    Some(&tool.id),
+                    validate::render(&tool.id, &problems, &signature),
+                )
+                .recover(Recovery::FixArguments {
+                    id: tool.id.clone(),
+                    signature,
+                }),
+            ));
         }
         let Some(schema) = &tool.output_schema else {
             return Ok(None);
@@ -762,7 +838,7 @@ impl Gateway {
                 gateway: self.clone(),
             })),
         };
-        let run = tokio::time::timeout(timeout, body.call(&context, args));
+        let run = tokio::time::timeout(timeout, CatchUnwind(body.call(&context, args)));
         match self
             .inner
             .schedule
@@ -779,12 +855,16 @@ impl Gateway {
                     timeout.as_millis()
                 ),
             ),
-            Ok(Ok(Err(error))) => fail(
-                ErrorKind::ToolFailed,
+            Ok(Ok(Err(Panicked))) => fail(
+                ErrorKind::Internal,
                 Some(tool),
-                format!("{} failed: {}", tool.id, error.message),
+                format!(
+                    "{} failed inside the gateway (its implementation panicked); this is a defect, not your arguments. Use another tool.",
+                    tool.id
+                ),
             ),
-            Ok(Ok(Ok(output))) => Ok(output),
+            Ok(Ok(Ok(Err(error)))) => Err(CallOutcome::Failed(tool_failure(tool, error))),
+            Ok(Ok(Ok(Ok(output)))) => Ok(output),
         }
     }
 
@@ -829,7 +909,7 @@ impl Gateway {
             pending
                 .iter()
                 .position(|p| p.call_id == call_id)
-                .map(|i| pending.remove(i))
+                .and_then(|i| pending.remove(i))
         };
         let Some(pending) = pending else {
             return CallOutcome::Failed(CallError::new(
@@ -859,6 +939,23 @@ impl Gateway {
         fields
     }
 
+    /// Writes the `run_start` record with how many schemas the model sees up front.
+    /// Runs once: later calls change nothing. A gateway built without
+    /// [`GatewayBuilder::defer_run_start`] has already written it.
+    pub fn start_run(&self, schemas_visible_up_front: usize) {
+        if self.inner.started.swap(true, Ordering::AcqRel) {
+            return;
+        }
+        self.inner
+            .schemas_visible_up_front
+            .store(schemas_visible_up_front, Ordering::Release);
+        self.log_run_start();
+    }
+
+    fn schemas_visible(&self) -> usize {
+        self.inner.schemas_visible_up_front.load(Ordering::Acquire)
+    }
+
     fn log_run_start(&self) {
         let state = self.state();
         let view = &state.view;
@@ -877,7 +974,7 @@ impl Gateway {
         fields.insert("sources".into(), json!(sources));
         fields.insert(
             "schemas_visible_up_front".into(),
-            json!(run.schemas_visible_up_front),
+            json!(self.schemas_visible()),
         );
         fields.insert(
             "snapshot".into(),
@@ -899,9 +996,9 @@ impl Gateway {
         if let (Some(tool), CallOutcome::Done(_)) = (tool, outcome) {
             let mut finals = lock(&self.inner.finals);
             if finals.len() >= MAX_REMEMBERED_CALLS {
-                finals.remove(0);
+                finals.pop_front();
             }
-            finals.push((tool.id.clone(), tool.source));
+            finals.push_back((tool.id.clone(), tool.source));
         }
         let mut fields = self.base_fields();
         fields.insert("tool_id".into(), json!(tool.map(|t| t.id.as_str())));
@@ -936,7 +1033,7 @@ impl Gateway {
             "run_id": self.inner.run.run_id,
             "catalog_size": view.len(),
             "sources": sources,
-            "schemas_visible_up_front": self.inner.run.schemas_visible_up_front,
+            "schemas_visible_up_front": self.schemas_visible(),
             "counters": self.inner.counters.to_json(),
             "final_calls": finals,
         })
@@ -947,8 +1044,12 @@ impl Gateway {
         &self.inner.counters
     }
 
-    /// Writes the run's closing summary record to the session log.
+    /// Writes the run's closing summary record to the session log (once; later calls change
+    /// nothing).
     pub fn finish(&self) {
+        if self.inner.finished.swap(true, Ordering::AcqRel) {
+            return;
+        }
         let mut fields = self.base_fields();
         fields.insert("telemetry".into(), self.telemetry());
         self.inner.log.record("run_end", fields);
@@ -961,12 +1062,103 @@ struct Nested {
 }
 
 impl NestedCalls for Nested {
-    fn call<'a>(&'a self, selector: &'a str, args: Value) -> BoxFuture<'a, Result<Value, String>> {
+    fn call<'a>(
+        &'a self,
+        selector: &'a str,
+        args: Value,
+    ) -> BoxFuture<'a, Result<Value, ToolError>> {
         Box::pin(async move {
             match self.gateway.call_tool(selector, args).await.into_result() {
                 Ok(envelope) => Ok(envelope.to_json()),
-                Err(error) => Err(error.message),
+                Err(error) => Err(ToolError::of(error.failure_kind(), error.message)),
             }
         })
+    }
+}
+
+/// R-7.8's answer for a tool whose MCP server is down.
+fn server_down(tool: &Descriptor, reason: &str) -> CallError {
+    CallError::new(
+        ErrorKind::ServerUnavailable,
+        Some(&tool.id),
+        format!(
+            "The MCP server {:?} is unavailable ({reason}), so {} cannot be called in this run. Do not retry it.",
+            tool.owner, tool.id
+        ),
+    )
+    .recover(Recovery::DoNotRetry {
+        server: tool.owner.clone(),
+    })
+}
+
+/// A tool body's error as the model's error, keeping its kind: an upstream outage is not an
+/// ordinary tool failure.
+fn tool_failure(tool: &Descriptor, error: ToolError) -> CallError {
+    match error.kind {
+        FailureKind::UpstreamUnavailable => server_down(tool, &error.message),
+        FailureKind::Timeout => CallError::new(
+            ErrorKind::Timeout,
+            Some(&tool.id),
+            format!("{} timed out: {}", tool.id, error.message),
+        ),
+        FailureKind::BadArguments => CallError::new(
+            ErrorKind::InvalidArguments,
+            Some(&tool.id),
+            format!("{} rejected its arguments: {}", tool.id, error.message),
+        )
+        .recover(Recovery::FixArguments {
+            id: tool.id.clone(),
+            signature: input_signature(&tool.input_schema).text,
+        }),
+        FailureKind::Unknown => CallError::new(
+            ErrorKind::UnknownTool,
+            Some(&tool.id),
+            format!("{} failed: {}", tool.id, error.message),
+        ),
+        FailureKind::Blocked => CallError::new(
+            ErrorKind::BlockedByHook,
+            Some(&tool.id),
+            format!("{} was blocked: {}", tool.id, error.message),
+        ),
+        FailureKind::ApprovalDenied => CallError::new(
+            ErrorKind::ApprovalDenied,
+            Some(&tool.id),
+            format!("{} was not approved: {}", tool.id, error.message),
+        ),
+        FailureKind::Internal => CallError::new(
+            ErrorKind::Internal,
+            Some(&tool.id),
+            format!("{} failed inside the gateway: {}", tool.id, error.message),
+        ),
+        FailureKind::ToolFailed => CallError::new(
+            ErrorKind::ToolFailed,
+            Some(&tool.id),
+            format!("{} failed: {}", tool.id, error.message),
+        ),
+    }
+}
+
+/// A tool body panicked.
+struct Panicked;
+
+/// Turns a panic inside a tool body's future into [`Panicked`], so one broken tool ends one
+/// call with an internal error instead of taking down the task (and the gateway) with it.
+struct CatchUnwind<F>(F);
+
+impl<F: std::future::Future + Unpin> std::future::Future for CatchUnwind<F> {
+    type Output = Result<F::Output, Panicked>;
+
+    fn poll(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Self::Output> {
+        let inner = &mut self.0;
+        match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            std::pin::Pin::new(inner).poll(cx)
+        })) {
+            Ok(std::task::Poll::Pending) => std::task::Poll::Pending,
+            Ok(std::task::Poll::Ready(value)) => std::task::Poll::Ready(Ok(value)),
+            Err(_) => std::task::Poll::Ready(Err(Panicked)),
+        }
     }
 }

@@ -1,13 +1,16 @@
 //! What a call yields: the envelope, a pending client call, or an error for the model.
 //!
 //! Every [`CallError`] is an answer to the model (bad arguments, unknown or denied tool — same
-//! text, R-2.2 — blocks, tool failures), never a reason to stop the gateway. Its text says how to
-//! recover.
+//! text, R-2.2 — blocks, tool failures), never a reason to stop the gateway. Its `message` says
+//! what happened in neutral words; its [`Recovery`] says structurally what to do next, and the
+//! surface words that for the controls the model actually has (`tool_search` in tools mode,
+//! `openclaw.tools.search` in a code cell, the tool's own name in direct mode). Nothing here
+//! names a control.
 
 use serde::Serialize;
 use serde_json::{Value, json};
 
-use crate::catalog::{Source, ToolOutput};
+use crate::catalog::{FailureKind, Source, ToolOutput};
 
 /// The tool a result came from.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -84,6 +87,89 @@ pub enum ErrorKind {
     ServerUnavailable,
     /// A nested call would wait on its own schedule slot.
     Reentrancy,
+    /// A defect on the gateway's side (a tool body panicked, an invariant broke).
+    Internal,
+}
+
+impl ErrorKind {
+    /// The coarse kind adapters map (MCP errors, bridge rejections, reply flags).
+    pub fn failure_kind(self) -> FailureKind {
+        match self {
+            ErrorKind::BadRequest
+            | ErrorKind::Ambiguous
+            | ErrorKind::DirectOnly
+            | ErrorKind::ClientTool
+            | ErrorKind::InvalidArguments => FailureKind::BadArguments,
+            ErrorKind::UnknownTool => FailureKind::Unknown,
+            ErrorKind::ApprovalDenied => FailureKind::ApprovalDenied,
+            ErrorKind::BlockedByHook => FailureKind::Blocked,
+            ErrorKind::Timeout => FailureKind::Timeout,
+            ErrorKind::BrokenSchema
+            | ErrorKind::InvalidOutput
+            | ErrorKind::ToolFailed
+            | ErrorKind::Unavailable
+            | ErrorKind::Reentrancy => FailureKind::ToolFailed,
+            ErrorKind::ServerUnavailable => FailureKind::UpstreamUnavailable,
+            ErrorKind::Internal => FailureKind::Internal,
+        }
+    }
+}
+
+/// Which operation a malformed request was meant for (to word its usage per surface).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Operation {
+    /// Searching the catalog.
+    Search,
+    /// Describing one tool.
+    Describe,
+    /// Calling one tool.
+    Call,
+}
+
+/// What the model should do next, structurally. The surface turns it into words naming the
+/// controls the model has; below the surface nothing names a control.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Default)]
+#[serde(tag = "do", rename_all = "snake_case")]
+pub enum Recovery {
+    /// Nothing beyond the message (it already says what to do, e.g. "ask the user").
+    #[default]
+    None,
+    /// The tool is unknown or gone: search for it, then describe and call it by its exact id.
+    Search {
+        /// Up to three allowed ids that look close ("did you mean").
+        suggestions: Vec<String>,
+    },
+    /// Several tools match: use one exact id.
+    PickId {
+        /// The allowed candidates (bounded).
+        candidates: Vec<String>,
+    },
+    /// Fix the arguments against this signature (the full schema is one describe away).
+    FixArguments {
+        /// The tool.
+        id: String,
+        /// Its expected input signature.
+        signature: String,
+    },
+    /// The tool is declared to the model as its own tool: call it by that name, not through
+    /// the catalog (a direct-only tool, R-7.5, or a client tool the application runs).
+    CallDirectly {
+        /// The tool.
+        id: String,
+        /// The name it is declared under.
+        name: String,
+    },
+    /// Its upstream is down: do not retry and do not search for it again.
+    DoNotRetry {
+        /// The MCP server.
+        server: String,
+    },
+    /// The request had the wrong shape: show the operation's usage.
+    Usage {
+        /// Which operation.
+        operation: Operation,
+    },
 }
 
 /// A failed call, with the text the model sees.
@@ -95,19 +181,35 @@ pub struct CallError {
     /// The tool, when one was resolved.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub tool_id: Option<String>,
-    /// What went wrong and how to recover.
+    /// What went wrong, in neutral words (no control names; see [`Recovery`]).
     pub message: String,
+    /// What to do next, for the surface to word.
+    #[serde(skip)]
+    pub recovery: Recovery,
 }
 
 impl CallError {
-    /// A failure of `kind` with `message`.
+    /// A failure of `kind` with `message` and no structured recovery.
     #[cold]
     pub fn new(kind: ErrorKind, tool_id: Option<&str>, message: impl Into<String>) -> Self {
         CallError {
             kind,
             tool_id: tool_id.map(str::to_string),
             message: message.into(),
+            recovery: Recovery::None,
         }
+    }
+
+    /// The same error with a structured recovery.
+    #[must_use]
+    pub fn recover(mut self, recovery: Recovery) -> Self {
+        self.recovery = recovery;
+        self
+    }
+
+    /// The coarse kind.
+    pub fn failure_kind(&self) -> FailureKind {
+        self.kind.failure_kind()
     }
 
     /// The error as the JSON a surface returns to the model.
@@ -154,10 +256,14 @@ impl CallOutcome {
                 ErrorKind::ClientTool,
                 Some(&call.tool.id),
                 format!(
-                    "{} is a client tool: the application runs it. Call it directly as the tool {:?} instead of through the bridge.",
-                    call.tool.id, call.tool.name
+                    "{} is a client tool: the application runs it, not the gateway.",
+                    call.tool.id
                 ),
-            )),
+            )
+            .recover(Recovery::CallDirectly {
+                id: call.tool.id.clone(),
+                name: call.tool.name.clone(),
+            })),
         }
     }
 }

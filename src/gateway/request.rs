@@ -10,7 +10,7 @@
 
 use serde_json::{Map, Value};
 
-use super::outcome::{CallError, ErrorKind};
+use super::outcome::{CallError, ErrorKind, Operation, Recovery};
 use crate::search::SearchIndex;
 use crate::search::lookup::{self, Resolution};
 
@@ -39,19 +39,33 @@ fn bad(message: impl Into<String>) -> CallError {
     CallError::new(ErrorKind::BadRequest, None, message)
 }
 
+/// A lookup failure as the model's error: its kind and its structured recovery.
+pub(crate) fn lookup_error(error: lookup::LookupError) -> CallError {
+    let message = error.to_string();
+    match error {
+        lookup::LookupError::Unknown { suggestions, .. } => {
+            CallError::new(ErrorKind::UnknownTool, None, message)
+                .recover(Recovery::Search { suggestions })
+        }
+        lookup::LookupError::Ambiguous { candidates, .. } => {
+            let candidates = candidates
+                .into_iter()
+                .take(lookup::MAX_AMBIGUOUS_LISTED)
+                .collect();
+            CallError::new(ErrorKind::Ambiguous, None, message)
+                .recover(Recovery::PickId { candidates })
+        }
+    }
+}
+
 /// How one selector value resolves, direct-only tools included.
 fn resolve_selector(index: &SearchIndex, selector: &str) -> Result<Option<Target>, CallError> {
     match lookup::resolve(index, selector) {
         Resolution::Found(position) => Ok(Some(Target::Catalog(position))),
-        Resolution::Ambiguous(candidates) => Err(CallError::new(
-            ErrorKind::Ambiguous,
-            None,
-            lookup::LookupError::Ambiguous {
-                selector: selector.to_string(),
-                candidates,
-            }
-            .to_string(),
-        )),
+        Resolution::Ambiguous(candidates) => Err(lookup_error(lookup::LookupError::Ambiguous {
+            selector: selector.to_string(),
+            candidates,
+        })),
         Resolution::NotFound => Ok(index
             .view()
             .get_direct(selector.trim())
@@ -62,9 +76,13 @@ fn resolve_selector(index: &SearchIndex, selector: &str) -> Result<Option<Target
 /// Parses a `tool_call` request.
 pub(crate) fn parse(index: &SearchIndex, request: &Value) -> Result<Parsed, CallError> {
     let Value::Object(map) = request else {
-        return Err(bad(
-            "tool_call takes an object: {\"id\": \"<tool id from tool_search>\", \"args\": {…}}",
-        ));
+        return Err(bad(format!(
+            "a call takes a tool id and an object of arguments, got {}",
+            crate::catalog::json_kind(request)
+        ))
+        .recover(Recovery::Usage {
+            operation: Operation::Call,
+        }));
     };
 
     // Which selector fields name a tool, and which tool.
@@ -95,19 +113,14 @@ pub(crate) fn parse(index: &SearchIndex, request: &Value) -> Result<Parsed, Call
                 return Err(error);
             }
             let Some(selector) = first_unresolved else {
-                return Err(bad(
-                    "tool_call needs the tool's id: {\"id\": \"<tool id from tool_search>\", \"args\": {…}}",
-                ));
+                return Err(bad("the call names no tool id").recover(Recovery::Usage {
+                    operation: Operation::Call,
+                }));
             };
-            return Err(CallError::new(
-                ErrorKind::UnknownTool,
-                None,
-                lookup::LookupError::Unknown {
-                    selector: selector.to_string(),
-                    suggestions: lookup::suggestions(index, selector),
-                }
-                .to_string(),
-            ));
+            return Err(lookup_error(lookup::LookupError::Unknown {
+                selector: selector.to_string(),
+                suggestions: lookup::suggestions(index, selector),
+            }));
         }
         [(_, first), rest @ ..] => {
             if let Some((field, other)) = rest.iter().find(|(_, t)| t != first) {
@@ -125,7 +138,10 @@ pub(crate) fn parse(index: &SearchIndex, request: &Value) -> Result<Parsed, Call
                         describe(other),
                         field
                     ),
-                ));
+                )
+                .recover(Recovery::PickId {
+                    candidates: vec![describe(first), describe(other)],
+                }));
             }
             first.clone()
         }

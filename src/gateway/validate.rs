@@ -331,6 +331,6 @@ pub(crate) fn render(tool_id: &str, problems: &[Problem], signature: &str) -> St
         text.push_str(&format!("\n- {}: {}", problem.path, problem.reason));
     }
     text.push_str(&format!("\nExpected input: {signature}"));
-    text.push_str("\nFix the arguments and call again (tool_describe shows the full schema).");
+    text.push_str("\nFix the arguments and call again.");
     text
 }

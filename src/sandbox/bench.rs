@@ -17,7 +17,7 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 
-use super::bridge::{Bridge, BridgeOp};
+use super::bridge::{Bridge, BridgeError, BridgeOp};
 use super::error::SandboxError;
 use super::inprocess::Floor;
 use super::limits::CellOptions;
@@ -250,7 +250,7 @@ pub struct FixtureBridge;
 
 #[async_trait::async_trait]
 impl Bridge for FixtureBridge {
-    async fn invoke(&self, op: BridgeOp, args: Value) -> Result<Value, String> {
+    async fn invoke(&self, op: BridgeOp, args: Value) -> Result<Value, BridgeError> {
         let first = args.get(0).cloned().unwrap_or(Value::Null);
         match op {
             BridgeOp::Search => Ok(json!([
@@ -592,7 +592,7 @@ pub async fn run_node_cell(
         let args = msg.get("args").cloned().unwrap_or(Value::Null);
         let reply = match bridge.invoke(op, args).await {
             Ok(v) => json!({"id": id, "ok": v}),
-            Err(e) => json!({"id": id, "err": e}),
+            Err(e) => json!({"id": id, "err": e.message}),
         };
         let mut bytes = serde_json::to_vec(&reply).map_err(|e| io(e.into()))?;
         bytes.push(b'\n');

@@ -29,6 +29,42 @@ impl BridgeOp {
     }
 }
 
+/// Why a bridge call failed: the coarse kind (so a guest, a log or an adapter can tell an upstream
+/// outage from a bad argument) and the message the guest's `Error` carries.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{message}")]
+pub struct BridgeError {
+    /// What kind of failure.
+    pub kind: crate::catalog::FailureKind,
+    /// Exactly the `message` of the `Error` the guest's promise rejects with.
+    pub message: String,
+}
+
+impl BridgeError {
+    /// A failure of `kind`.
+    #[cold]
+    pub fn new(kind: crate::catalog::FailureKind, message: impl Into<String>) -> Self {
+        BridgeError {
+            kind,
+            message: message.into(),
+        }
+    }
+}
+
+impl From<String> for BridgeError {
+    /// A plain message is a tool failure.
+    fn from(message: String) -> Self {
+        BridgeError::new(crate::catalog::FailureKind::ToolFailed, message)
+    }
+}
+
+impl From<&str> for BridgeError {
+    /// A plain message is a tool failure.
+    fn from(message: &str) -> Self {
+        BridgeError::from(message.to_owned())
+    }
+}
+
 /// The one narrow way a cell reaches the host. The gateway implements it.
 ///
 /// Calls of one cell may overlap (`Promise.all`): `invoke` is polled concurrently for each of them,
@@ -40,11 +76,11 @@ pub trait Bridge: Send + Sync + 'static {
     ///
     /// `args` is the JSON array of the JS arguments as passed (`undefined` → `null`; values that
     /// JSON cannot carry become strings via `String()`).
-    /// `Ok(value)` resolves the guest's promise with `value`; `Err(message)` rejects it with an
-    /// `Error` whose `message` is exactly `message`.
+    /// `Ok(value)` resolves the guest's promise with `value`; `Err(error)` rejects it with an
+    /// `Error` whose `message` is exactly `error.message`.
     async fn invoke(
         &self,
         op: BridgeOp,
         args: serde_json::Value,
-    ) -> Result<serde_json::Value, String>;
+    ) -> Result<serde_json::Value, BridgeError>;
 }

@@ -357,9 +357,9 @@ impl Frames {
                         }
                     };
                     let bridge = bridge.clone();
-                    inflight
-                        .0
-                        .push(Box::pin(async move { (id, bridge.invoke(op, args).await) }));
+                    inflight.0.push(Box::pin(async move {
+                        (id, bridge.invoke(op, args).await.map_err(|e| e.message))
+                    }));
                 }
             }
         };
@@ -401,7 +401,7 @@ pub(crate) async fn drive(
     if protocol::encode(&run, &mut out).is_err() || out.len() > cap + protocol::HEADER {
         return CellResult::failed(
             Outcome::LimitExceeded {
-                limit: LimitKind::ResultBytes,
+                limit: LimitKind::CodeBytes,
             },
             telemetry,
         );
@@ -721,7 +721,7 @@ mod tests {
             &self,
             _op: super::super::bridge::BridgeOp,
             _args: serde_json::Value,
-        ) -> Result<serde_json::Value, String> {
+        ) -> Result<serde_json::Value, super::super::bridge::BridgeError> {
             Ok(serde_json::Value::Null)
         }
     }

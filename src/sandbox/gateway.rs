@@ -8,22 +8,60 @@
 //! - `call(id, args)`: an id plus an argument object, or one request object in any shape
 //!   `tool_call` accepts. A client tool rejects with guidance to call it directly (it runs in the
 //!   application, not in the gateway).
+//!
+//! Rejections keep the gateway error's coarse kind; their text is worded by the [`Wording`] the
+//! surface supplies (naming `openclaw.tools.*`, the controls a cell has), or is the gateway's
+//! neutral message when none is given.
+
+use std::sync::Arc;
 
 use serde_json::{Map, Value, json};
 
-use super::{Bridge, BridgeOp};
-use crate::gateway::Gateway;
+use super::{Bridge, BridgeError, BridgeOp};
+use crate::catalog::FailureKind;
+use crate::gateway::{CallError, Gateway};
+
+/// Turns a gateway error into the text the guest's `Error` carries.
+pub type Wording = Arc<dyn Fn(&CallError) -> String + Send + Sync>;
 
 /// [`Bridge`] over a [`Gateway`].
-#[derive(Clone, Debug)]
+#[derive(Clone)]
 pub struct GatewayBridge {
     gateway: Gateway,
+    wording: Option<Wording>,
+}
+
+impl std::fmt::Debug for GatewayBridge {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("GatewayBridge")
+            .field("gateway", &self.gateway)
+            .field("wording", &self.wording.is_some())
+            .finish()
+    }
 }
 
 impl GatewayBridge {
-    /// A bridge into `gateway`'s run.
+    /// A bridge into `gateway`'s run; rejections carry the gateway's neutral messages.
     pub fn new(gateway: Gateway) -> Self {
-        GatewayBridge { gateway }
+        GatewayBridge {
+            gateway,
+            wording: None,
+        }
+    }
+
+    /// Words rejections with `wording` (the surface's code-mode guidance).
+    #[must_use]
+    pub fn with_wording(mut self, wording: Wording) -> Self {
+        self.wording = Some(wording);
+        self
+    }
+
+    fn reject(&self, error: CallError) -> BridgeError {
+        let message = match &self.wording {
+            Some(word) => word(&error),
+            None => error.message.clone(),
+        };
+        BridgeError::new(error.failure_kind(), message)
     }
 }
 
@@ -60,13 +98,16 @@ fn search_request(query: Value, options: Value) -> Value {
 
 #[async_trait::async_trait]
 impl Bridge for GatewayBridge {
-    async fn invoke(&self, op: BridgeOp, args: Value) -> Result<Value, String> {
+    async fn invoke(&self, op: BridgeOp, args: Value) -> Result<Value, BridgeError> {
         match op {
             BridgeOp::Search => self
                 .gateway
                 .search(&search_request(arg(&args, 0), arg(&args, 1)))
-                .map_err(|e| e.message),
-            BridgeOp::Describe => self.gateway.describe(&arg(&args, 0)).map_err(|e| e.message),
+                .map_err(|e| self.reject(e)),
+            BridgeOp::Describe => self
+                .gateway
+                .describe(&arg(&args, 0))
+                .map_err(|e| self.reject(e)),
             BridgeOp::Call => {
                 let request = match (arg(&args, 0), arg(&args, 1)) {
                     (Value::String(id), Value::Null) => json!({"id": id, "args": {}}),
@@ -77,8 +118,12 @@ impl Bridge for GatewayBridge {
                         Value::Object(request)
                     }
                     (other, _) => {
-                        return Err(format!(
-                            "openclaw.tools.call(id, args) needs a tool id string as its first argument, got {other}"
+                        return Err(BridgeError::new(
+                            FailureKind::BadArguments,
+                            format!(
+                                "openclaw.tools.call(id, args) needs a tool id string as its first argument, got {}",
+                                crate::catalog::json_kind(&other)
+                            ),
                         ));
                     }
                 };
@@ -87,7 +132,7 @@ impl Bridge for GatewayBridge {
                     .await
                     .into_result()
                     .map(|envelope| envelope.to_json())
-                    .map_err(|e| e.message)
+                    .map_err(|e| self.reject(e))
             }
         }
     }

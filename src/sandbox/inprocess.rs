@@ -245,7 +245,7 @@ async fn answer_all(bridge: &Arc<dyn Bridge>, queued: Vec<(u64, BridgeOp, String
         .map(|(id, op, args)| {
             let fut: Pin<Box<dyn Future<Output = Answer> + '_>> = Box::pin(async move {
                 match serde_json::from_str::<serde_json::Value>(&args) {
-                    Ok(args) => (id, bridge.invoke(op, args).await),
+                    Ok(args) => (id, bridge.invoke(op, args).await.map_err(|e| e.message)),
                     Err(e) => (id, Err(format!("bridge arguments are not valid JSON: {e}"))),
                 }
             });

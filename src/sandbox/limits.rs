@@ -7,6 +7,8 @@
 
 use std::time::Duration;
 
+use crate::config::{CODE_TIMEOUT_MS, MEMORY_LIMIT_BYTES};
+
 const KIB: usize = 1024;
 const MIB: usize = 1024 * KIB;
 
@@ -37,6 +39,11 @@ pub struct Limits {
     /// output is dropped inside the worker and counted (`logs_dropped`, `logs_truncated`); the cell
     /// goes on. Default 64 KiB, clamp 1 KiB–16 MiB.
     pub log_bytes: usize,
+    /// Bytes of the cell's source. A longer body does not run: the cell ends with
+    /// [`Outcome::LimitExceeded`](super::Outcome::LimitExceeded) (`code_bytes`) before a worker
+    /// is taken. Default 256 KiB, clamp 1 KiB–16 MiB and at most `frame_bytes − 32 KiB` (so an
+    /// accepted body always fits its `Run` frame).
+    pub code_bytes: usize,
     /// Bytes of the cell's JSON result. Beyond it the cell ends with
     /// [`Outcome::LimitExceeded`](super::Outcome::LimitExceeded). Default 1 MiB, clamp 1 KiB–64 MiB.
     pub result_bytes: usize,
@@ -67,10 +74,11 @@ impl Default for Limits {
     fn default() -> Limits {
         let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
         Limits {
-            code_timeout: Duration::from_millis(10_000),
-            memory_limit_bytes: 64 * MIB,
+            code_timeout: Duration::from_millis(CODE_TIMEOUT_MS.default),
+            memory_limit_bytes: MEMORY_LIMIT_BYTES.default as usize,
             max_stack_bytes: MIB,
             log_bytes: 64 * KIB,
+            code_bytes: 256 * KIB,
             result_bytes: MIB,
             frame_bytes: 4 * MIB,
             bridge_calls: 1_000,
@@ -82,19 +90,26 @@ impl Default for Limits {
 }
 
 /// Clamp range of [`Limits::code_timeout`] and [`CellOptions::timeout`].
-pub const CODE_TIMEOUT_RANGE: (Duration, Duration) =
-    (Duration::from_millis(1_000), Duration::from_millis(60_000));
+pub const CODE_TIMEOUT_RANGE: (Duration, Duration) = (
+    Duration::from_millis(CODE_TIMEOUT_MS.min),
+    Duration::from_millis(CODE_TIMEOUT_MS.max),
+);
 
 impl Limits {
     /// Moves every field into its documented range.
     pub fn clamped(mut self) -> Limits {
         self.code_timeout = clamp_timeout(self.code_timeout);
-        self.memory_limit_bytes = self.memory_limit_bytes.clamp(16 * MIB, 1024 * MIB);
+        self.memory_limit_bytes = self.memory_limit_bytes.clamp(
+            MEMORY_LIMIT_BYTES.min as usize,
+            MEMORY_LIMIT_BYTES.max as usize,
+        );
         self.max_stack_bytes = self.max_stack_bytes.clamp(128 * KIB, 4 * MIB);
         self.log_bytes = self.log_bytes.clamp(KIB, 16 * MIB);
         self.result_bytes = self.result_bytes.clamp(KIB, 64 * MIB);
+        self.code_bytes = self.code_bytes.clamp(KIB, 16 * MIB);
         let floor = self.result_bytes + 31 * self.log_bytes + 64 * KIB;
         self.frame_bytes = self.frame_bytes.clamp(64 * KIB, 256 * MIB).max(floor);
+        self.code_bytes = self.code_bytes.min(self.frame_bytes - 32 * KIB);
         self.bridge_calls = self.bridge_calls.clamp(1, 100_000);
         self.live_workers = self.live_workers.clamp(1, 256);
         self.address_space_slack_bytes = self.address_space_slack_bytes.clamp(64 * MIB, 4096 * MIB);

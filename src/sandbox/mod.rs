@@ -101,7 +101,7 @@ mod inprocess;
 
 pub mod bench;
 
-pub use bridge::{Bridge, BridgeOp};
+pub use bridge::{Bridge, BridgeError, BridgeOp};
 pub use error::SandboxError;
 pub use gateway::GatewayBridge;
 pub use harden::ALLOWED_SYSCALLS;

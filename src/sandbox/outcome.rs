@@ -57,6 +57,8 @@ pub enum LimitKind {
     ResultBytes,
     /// The guest let the bridge-call cap's rejection (`Limits::bridge_calls`) escape the cell.
     BridgeCalls,
+    /// The cell's source exceeded `Limits::code_bytes` (nothing ran).
+    CodeBytes,
 }
 
 impl Outcome {
@@ -113,6 +115,10 @@ impl Outcome {
                     .to_owned(),
                 LimitKind::BridgeCalls => "the cell started more bridge calls than allowed per \
                                            cell; split the work across cells"
+                    .to_owned(),
+                LimitKind::CodeBytes => "the cell's code is too long and did not run; send a \
+                                         shorter body (search, describe and call only what \
+                                         this step needs)"
                     .to_owned(),
             },
         }

@@ -22,7 +22,7 @@ use super::cell::{self, ReadyWorker};
 use super::control::Zygote;
 use super::error::SandboxError;
 use super::limits::{CellOptions, Limits, clamp_timeout};
-use super::outcome::{CellResult, CellTelemetry, Outcome};
+use super::outcome::{CellResult, CellTelemetry, LimitKind, Outcome};
 use super::protocol::{PollWhen, Spin, WorkerConfig, mono_ns};
 
 /// Consecutive failed forks after which the background refill waits for the next cell.
@@ -393,6 +393,14 @@ impl Inner {
             timeout_ms: u64::try_from(timeout.as_millis()).unwrap_or(u64::MAX),
             ..CellTelemetry::default()
         };
+        if code.len() > self.limits.code_bytes {
+            return CellResult::failed(
+                Outcome::LimitExceeded {
+                    limit: LimitKind::CodeBytes,
+                },
+                telemetry,
+            );
+        }
         let Ok(_slot) = self.slots.acquire().await else {
             return CellResult::failed(shut_down(), telemetry);
         };
@@ -593,8 +601,8 @@ impl Bridge for NoBridge {
         &self,
         op: BridgeOp,
         _args: serde_json::Value,
-    ) -> Result<serde_json::Value, String> {
-        Err(format!("{} is not available in the probe", op.as_str()))
+    ) -> Result<serde_json::Value, super::BridgeError> {
+        Err(format!("{} is not available in the probe", op.as_str()).into())
     }
 }
 

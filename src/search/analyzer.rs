@@ -27,17 +27,8 @@ pub const EXPANSION_WEIGHT: f32 = 0.35;
 /// exact-match path already finds a query equal to a whole name or id).
 const MAX_TOKEN_BYTES: usize = 96;
 
-/// The 59 stop words of R-3.3 (sorted, for binary search). Capability verbs such as "get" are
-/// deliberately absent.
-pub const STOP_WORDS: [&str; 59] = [
-    "a", "an", "and", "are", "as", "at", "be", "but", "by", "can", "do", "for", "from", "had",
-    "has", "have", "here", "how", "i", "if", "in", "into", "is", "it", "its", "me", "my", "no",
-    "not", "of", "on", "or", "our", "so", "that", "the", "their", "them", "then", "there", "these",
-    "they", "this", "to", "up", "us", "was", "we", "were", "what", "when", "where", "which", "who",
-    "why", "will", "with", "you", "your",
-];
-
-/// Whether `word` (lowercase) is one of the stop words of.
+/// Whether `word` (lowercase) is one of the 59 stop words of. Capability verbs such as
+/// "get" are deliberately absent.
 pub fn is_stop_word(word: &str) -> bool {
     // A match compiles to a length switch plus short compares: this runs for every word of
     // every document and query.
@@ -402,6 +393,7 @@ fn for_each_stem_in(word: &str, buffer: &mut String, mut emit: impl FnMut(&str))
 
 /// Calls `emit` with the stem(s) of one word: two for `-ies` words (both readings), one
 /// otherwise.
+#[cfg(test)]
 pub fn for_each_stem(word: &str, mut emit: impl FnMut(String)) {
     let mut buffer = String::new();
     for_each_stem_in(word, &mut buffer, |s| emit(s.to_string()));
@@ -419,6 +411,7 @@ pub fn for_each_term(text: &str, scratch: &mut WordScratch, mut emit: impl FnMut
 }
 
 /// The terms of `text`, as the index sees them.
+#[cfg(test)]
 pub fn document_terms(text: &str) -> Vec<String> {
     let mut out = Vec::new();
     for_each_term(text, &mut WordScratch::default(), |t| {

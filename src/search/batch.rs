@@ -37,7 +37,7 @@ pub const BATCH_DESCRIPTION_CHARS: usize = 180;
 
 /// A `tool_search` request that cannot run; the message says how to fix it.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("invalid tool_search request: {0}")]
+#[error("invalid search request: {0}")]
 pub struct BatchError(pub String);
 
 /// One parsed query with its resolved limit.
@@ -381,3 +381,7 @@ pub fn fit_budget(response: &mut BatchResponse, budget: usize) {
         }
     }
 }
+
+#[cfg(test)]
+#[path = "batch_tests.rs"]
+mod tests;

@@ -19,7 +19,7 @@ pub struct Hit {
     pub source: Source,
     /// Plugin id, MCP server, core or client.
     pub owner: String,
-    /// Whitespace-collapsed description, cut at [`HIT_DESCRIPTION_CHARS`].
+    /// Whitespace-collapsed description, cut at `HIT_DESCRIPTION_CHARS` (400).
     pub description: String,
     /// The input signature, `"unknown"` for untrusted tools.
     pub input: String,

@@ -12,7 +12,8 @@
 //! matched a literal term, which ranks first, in one pass.
 
 use std::cell::RefCell;
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
@@ -472,17 +473,21 @@ fn parameter_text(schema: &Value, depth: usize, budget: &mut usize, out: &mut St
     }
 }
 
-/// (snapshot fingerprint, policy fingerprint, the index once built).
-type CacheEntry = (Fingerprint, u64, Arc<OnceLock<Arc<SearchIndex>>>);
+/// One cache slot: filled once, by the first caller; concurrent callers of the same key wait
+/// for that build instead of starting their own.
+type Slot = Arc<Mutex<Option<Arc<SearchIndex>>>>;
 
-/// Indexes shared per (snapshot fingerprint, policy fingerprint), built once.
+/// Indexes shared per (snapshot fingerprint, policy fingerprint), built once per key
+/// even when several callers ask at the same moment. Bounded: the least recently used entry is
+/// evicted first (O(1) at the front of a deque; lookups scan at most `CACHE_CAPACITY`, 8).
 #[derive(Default)]
 pub struct IndexCache {
-    entries: Mutex<Vec<CacheEntry>>,
+    entries: Mutex<VecDeque<(Fingerprint, u64, Slot)>>,
+    builds: AtomicU64,
 }
 
 /// How many (snapshot, policy) indexes a cache keeps.
-const CACHE_CAPACITY: usize = 8;
+pub const CACHE_CAPACITY: usize = 8;
 
 impl IndexCache {
     /// An empty cache.
@@ -490,7 +495,14 @@ impl IndexCache {
         IndexCache::default()
     }
 
-    /// The index for `view`, built on first use and shared afterwards.
+    /// How many indexes this cache has built (a build shared by concurrent callers counts once).
+    pub fn builds(&self) -> u64 {
+        self.builds.load(Ordering::Relaxed)
+    }
+
+    /// The index for `view`, built on first use and shared afterwards. A caller that finds the
+    /// build of its key under way waits for it (the build holds only its own slot's lock, never
+    /// the cache's).
     pub fn get(&self, view: &Authorized) -> Result<Arc<SearchIndex>, BuildError> {
         let (fingerprint, policy) = view.cache_key();
         let slot = {
@@ -498,27 +510,38 @@ impl IndexCache {
                 .entries
                 .lock()
                 .unwrap_or_else(std::sync::PoisonError::into_inner);
-            if let Some(found) = entries
+            match entries
                 .iter()
                 .position(|(f, p, _)| *f == fingerprint && *p == policy)
             {
-                let entry = entries.remove(found);
-                let slot = entry.2.clone();
-                entries.push(entry);
-                slot
-            } else {
-                if entries.len() >= CACHE_CAPACITY {
-                    entries.remove(0);
+                Some(found) => {
+                    let slot = entries[found].2.clone();
+                    if found + 1 != entries.len()
+                        && let Some(entry) = entries.remove(found)
+                    {
+                        entries.push_back(entry);
+                    }
+                    slot
                 }
-                let slot = Arc::new(OnceLock::new());
-                entries.push((fingerprint, policy, slot.clone()));
-                slot
+                None => {
+                    if entries.len() >= CACHE_CAPACITY {
+                        entries.pop_front();
+                    }
+                    let slot: Slot = Arc::new(Mutex::new(None));
+                    entries.push_back((fingerprint, policy, slot.clone()));
+                    slot
+                }
             }
         };
-        if let Some(index) = slot.get() {
+        let mut built = slot
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Some(index) = built.as_ref() {
             return Ok(index.clone());
         }
-        let built = Arc::new(SearchIndex::build(view)?);
-        Ok(slot.get_or_init(|| built).clone())
+        let index = Arc::new(SearchIndex::build(view)?);
+        self.builds.fetch_add(1, Ordering::Relaxed);
+        *built = Some(index.clone());
+        Ok(index)
     }
 }

@@ -32,7 +32,8 @@ pub enum Resolution {
     NotFound,
 }
 
-/// A selector that did not resolve to exactly one tool. Its text is what the model sees.
+/// A selector that did not resolve to exactly one tool. Its text is neutral (it names no
+/// control): the gateway attaches the structured recovery and the surface words it.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum LookupError {
     /// Unknown (or denied — indistinguishable by design) tool.
@@ -66,9 +67,6 @@ fn unknown_message(selector: &str, suggestions: &[String]) -> String {
         );
         text.push('?');
     }
-    text.push_str(
-        " Use tool_search to find the tool, tool_describe to read its schema, then tool_call it with its exact id.",
-    );
     text
 }
 
@@ -87,7 +85,7 @@ fn ambiguous_message(selector: &str, candidates: &[String]) -> String {
     if more > 0 {
         text.push_str(&format!(" and {more} more"));
     }
-    text.push_str(". Use the exact id.");
+    text.push('.');
     text
 }
 
@@ -322,3 +320,7 @@ pub fn describe(index: &SearchIndex, selector: &str) -> Result<Described, Lookup
         },
     })
 }
+
+#[cfg(test)]
+#[path = "lookup_tests.rs"]
+mod tests;

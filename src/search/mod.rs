@@ -61,3 +61,28 @@ pub fn resolve_limit(limit: Option<&Value>, limits: SearchLimits) -> Result<usiz
         }),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::resolve_limit;
+    use serde_json::{Value, json};
+
+    #[test]
+    fn limits_follow_r_3_8() {
+        let limits = crate::config::SearchLimits::default();
+        assert_eq!(resolve_limit(None, limits), Ok(8));
+        assert_eq!(resolve_limit(Some(&Value::Null), limits), Ok(8));
+        assert_eq!(resolve_limit(Some(&json!(3)), limits), Ok(3));
+        assert_eq!(resolve_limit(Some(&json!(500)), limits), Ok(20));
+        for bad in [json!(0), json!(-1), json!(2.5), json!("5"), json!(true)] {
+            assert!(resolve_limit(Some(&bad), limits).is_err(), "{bad}");
+        }
+        let local = crate::config::SearchLimits::local();
+        assert_eq!((local.default_limit(), local.max_limit()), (5, 10));
+        let clamped = crate::config::SearchLimits::new(100, 900);
+        assert_eq!((clamped.default_limit(), clamped.max_limit()), (50, 50));
+        let clamped = crate::config::SearchLimits::new(0, 0);
+        assert_eq!((clamped.default_limit(), clamped.max_limit()), (1, 1));
+    }
+}

@@ -14,14 +14,21 @@
 //! session ids — so the prefix is byte-stable and cacheable (directory text is cached per
 //! fingerprint); provider names are valid and unique with a reverse map; a denied tool
 //! is absent from every list, count and map. `code` falls back to `tools` before anything is
-//! compacted when the sandbox cannot start, and says so.
+//! compacted when the sandbox cannot start, and says so. Every error the model reads is
+//! worded here ([`Guidance`]) for the controls it has.
+//!
+//! Never does: decide a call's outcome (the gateway), run guest code itself (the sandbox), or
+//! read configuration values beyond the resolved [`Config`] it is given; building a surface
+//! writes nothing (the session records the `auto` decision and the fallback).
 
+mod guidance;
 mod names;
 mod prompt;
 
-pub use names::{CONTROL_NAMES, MAX_NAME_LEN, ProviderNames, is_valid as is_valid_provider_name};
+pub use guidance::{Guidance, Vocabulary};
+pub use names::ProviderNames;
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, VecDeque};
 use std::sync::{Arc, Mutex, OnceLock};
 
 use serde::Serialize;
@@ -30,9 +37,9 @@ use serde_json::{Value, json};
 use crate::catalog::{Descriptor, Fingerprint, Source};
 use crate::config::{Config, DirectoryStyle, Mode};
 use crate::directory::{self, Namespace, Row};
-use crate::gateway::{CallError, CallOutcome, ErrorKind, Gateway};
+use crate::gateway::{CallError, CallOutcome, ClientCall, Envelope, Gateway};
 use crate::policy::Authorized;
-use crate::sandbox::{CellOptions, GatewayBridge, Supervisor, SupervisorConfig};
+use crate::sandbox::{CellOptions, CellResult, GatewayBridge, Supervisor};
 use crate::search::lookup::{self, Resolution};
 
 /// Wire format of tool definitions.
@@ -101,71 +108,6 @@ pub enum CodeAvailability {
     Unavailable(String),
 }
 
-impl CodeAvailability {
-    /// Starts a supervisor on `worker_binary` and checks a hardened worker reaches `Ready`
-    /// . Any failure — the binary cannot start, setup fails, seccomp is unavailable — is
-    /// `Unavailable` with the reason.
-    pub async fn probe(worker_binary: &std::path::Path) -> CodeAvailability {
-        let mut config = SupervisorConfig::new(worker_binary);
-        config.pool_size = 0;
-        match Supervisor::start(config).await {
-            Err(error) => CodeAvailability::Unavailable(error.to_string()),
-            Ok(supervisor) => {
-                let probed = supervisor.probe().await;
-                supervisor.shutdown().await;
-                match probed {
-                    Ok(()) => CodeAvailability::Available,
-                    Err(error) => CodeAvailability::Unavailable(error.to_string()),
-                }
-            }
-        }
-    }
-}
-
-/// Runs one `tool_search_code` cell for `gateway`'s run: every bridge call takes the gateway's
-/// call path; the cell's telemetry is counted and logged (R-11.1 per-cell timings). Returns the
-/// cell result as the model sees it: `{ok, value | error: {kind, message}, logs, telemetry}`.
-pub async fn run_code_cell(
-    supervisor: &Supervisor,
-    gateway: &Gateway,
-    code: &str,
-    timeout: Option<std::time::Duration>,
-) -> Value {
-    use tracing::Instrument;
-    let span = tracing::debug_span!("code_cell", run_id = %gateway.run().run_id);
-    let result = supervisor
-        .run_cell(
-            code,
-            std::sync::Arc::new(GatewayBridge::new(gateway.clone())),
-            CellOptions {
-                timeout,
-                ..CellOptions::default()
-            },
-        )
-        .instrument(span.clone())
-        .await;
-    span.in_scope(|| {
-        tracing::debug!(
-            outcome = result.outcome.kind(),
-            worker_pid = result.telemetry.worker_pid,
-            run_ms = result.telemetry.run_ms,
-            bridge_calls = result.telemetry.bridge_calls,
-            "code cell"
-        )
-    });
-    crate::telemetry::Counters::bump(&gateway.counters().cells);
-    let mut fields = serde_json::Map::new();
-    fields.insert("run_id".into(), json!(gateway.run().run_id));
-    fields.insert("outcome".into(), json!(result.outcome.kind()));
-    fields.insert("worker_pid".into(), json!(result.telemetry.worker_pid));
-    fields.insert("warm".into(), json!(result.telemetry.warm));
-    fields.insert("queue_ms".into(), json!(result.telemetry.queue_ms));
-    fields.insert("run_ms".into(), json!(result.telemetry.run_ms));
-    fields.insert("bridge_calls".into(), json!(result.telemetry.bridge_calls));
-    gateway.session_log().record("cell", fields);
-    result.to_json()
-}
-
 /// The `auto` decision and its inputs.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct AutoDecision {
@@ -227,6 +169,8 @@ pub struct Surface {
     /// directory mode (hydration, R-9.3).
     callable: BTreeMap<String, String>,
     hydrate: bool,
+    guidance: Guidance,
+    fallback_reason: Option<String>,
 }
 
 fn provider_parameters(schema: &Value) -> Value {
@@ -255,13 +199,13 @@ fn direct_definition(tool: &Descriptor, names: &ProviderNames) -> ToolDefinition
 }
 
 type NameCacheKey = (Fingerprint, u64);
-type NameCache = Mutex<Vec<(NameCacheKey, Arc<ProviderNames>)>>;
+type NameCache = Mutex<VecDeque<(NameCacheKey, Arc<ProviderNames>)>>;
 
 /// Provider names per (snapshot, policy): computed once (R-1.7 caches).
 fn names_for(view: &Authorized) -> Arc<ProviderNames> {
     static CACHE: OnceLock<NameCache> = OnceLock::new();
     let key = view.cache_key();
-    let cache = CACHE.get_or_init(|| Mutex::new(Vec::new()));
+    let cache = CACHE.get_or_init(|| Mutex::new(VecDeque::new()));
     if let Some((_, names)) = cache
         .lock()
         .unwrap_or_else(std::sync::PoisonError::into_inner)
@@ -277,14 +221,14 @@ fn names_for(view: &Authorized) -> Arc<ProviderNames> {
         .lock()
         .unwrap_or_else(std::sync::PoisonError::into_inner);
     if entries.len() >= 8 {
-        entries.remove(0);
+        entries.pop_front();
     }
-    entries.push((key, names.clone()));
+    entries.push_back((key, names.clone()));
     names
 }
 
 type DirectoryKey = (Fingerprint, u64, usize, bool);
-type DirectoryCache = Mutex<Vec<(DirectoryKey, Arc<String>)>>;
+type DirectoryCache = Mutex<VecDeque<(DirectoryKey, Arc<String>)>>;
 
 /// Directory text per (snapshot, policy, budget, style): deterministic bytes, rendered once.
 fn directory_for(
@@ -301,7 +245,7 @@ fn directory_for(
         budget,
         style == DirectoryStyle::Namespaces,
     );
-    let cache = CACHE.get_or_init(|| Mutex::new(Vec::new()));
+    let cache = CACHE.get_or_init(|| Mutex::new(VecDeque::new()));
     if let Some((_, text)) = cache
         .lock()
         .unwrap_or_else(std::sync::PoisonError::into_inner)
@@ -328,9 +272,9 @@ fn directory_for(
         .lock()
         .unwrap_or_else(std::sync::PoisonError::into_inner);
     if entries.len() >= 16 {
-        entries.remove(0);
+        entries.pop_front();
     }
-    entries.push((key, text.clone()));
+    entries.push_back((key, text.clone()));
     text
 }
 
@@ -365,10 +309,12 @@ pub fn estimated_tokens(bytes: usize) -> usize {
 }
 
 impl Surface {
-    /// Builds the surface of `gateway`'s run.
-    pub fn build(gateway: &Gateway, options: &SurfaceOptions) -> Result<Surface, SurfaceError> {
-        let view = gateway.view();
-        check_client_names(&view)?;
+    /// Builds the surface of a run over `view`. Pure: the `auto` decision and the code
+    /// fallback are returned in the surface and written to the session log by
+    /// [`Surface::record_decisions`].
+    pub fn build(view: &Authorized, options: &SurfaceOptions) -> Result<Surface, SurfaceError> {
+        check_client_names(view)?;
+        let view = view.clone();
         let names = names_for(&view);
         let config = &options.config;
         let requested = config.mode;
@@ -398,33 +344,17 @@ impl Surface {
                 max_schema_tokens,
                 chosen: mode.to_string(),
             };
-            tracing::info!(
-                tools = decision.tools,
-                schema_tokens = decision.schema_tokens,
-                max_tools = decision.max_tools,
-                max_schema_tokens = decision.max_schema_tokens,
-                chosen = %decision.chosen,
-                "auto mode decision"
-            );
-            let mut fields = serde_json::Map::new();
-            fields.insert("run_id".into(), json!(gateway.run().run_id));
-            if let Ok(Value::Object(map)) = serde_json::to_value(&decision) {
-                fields.extend(map);
-            }
-            gateway.session_log().record("auto_decision", fields);
             auto = Some(decision);
         }
         let mut fallback = None;
+        let mut fallback_reason = None;
         if mode == Mode::Code
             && let CodeAvailability::Unavailable(reason) = &options.code
         {
-            let text = format!("code mode is unavailable here ({reason}); using tools mode");
-            tracing::warn!(%reason, "code mode falls back to tools mode");
-            let mut fields = serde_json::Map::new();
-            fields.insert("run_id".into(), json!(gateway.run().run_id));
-            fields.insert("reason".into(), json!(reason));
-            gateway.session_log().record("code_fallback", fields);
-            fallback = Some(text);
+            fallback = Some(format!(
+                "code mode is unavailable here ({reason}); using tools mode"
+            ));
+            fallback_reason = Some(reason.clone());
             mode = Mode::Tools;
         }
 
@@ -512,6 +442,7 @@ impl Surface {
                 callable.insert(tool.name.clone(), id.clone());
             }
         }
+        let guidance = Guidance::new(Vocabulary::of(mode), names.clone());
         Ok(Surface {
             mode,
             requested_mode: requested,
@@ -522,7 +453,100 @@ impl Surface {
             names,
             callable,
             hydrate: mode == Mode::Directory,
+            guidance,
+            fallback_reason,
         })
+    }
+
+    /// Writes the `auto` decision and the code fallback, when there were any, to the run's
+    /// session log and to tracing. Call it once, after `run_start`.
+    pub fn record_decisions(&self, gateway: &Gateway) {
+        if let Some(decision) = &self.auto {
+            tracing::info!(
+                tools = decision.tools,
+                schema_tokens = decision.schema_tokens,
+                max_tools = decision.max_tools,
+                max_schema_tokens = decision.max_schema_tokens,
+                chosen = %decision.chosen,
+                "auto mode decision"
+            );
+            let mut fields = serde_json::Map::new();
+            fields.insert("run_id".into(), json!(gateway.run().run_id));
+            if let Ok(Value::Object(map)) = serde_json::to_value(decision) {
+                fields.extend(map);
+            }
+            gateway.session_log().record("auto_decision", fields);
+        }
+        if let Some(reason) = &self.fallback_reason {
+            tracing::warn!(%reason, "code mode falls back to tools mode");
+            let mut fields = serde_json::Map::new();
+            fields.insert("run_id".into(), json!(gateway.run().run_id));
+            fields.insert("reason".into(), json!(reason));
+            gateway.session_log().record("code_fallback", fields);
+        }
+    }
+
+    /// How the surface words errors.
+    pub fn guidance(&self) -> &Guidance {
+        &self.guidance
+    }
+
+    /// How many tool schemas the model sees up front: the declared tools.
+    pub fn schemas_visible_up_front(&self) -> usize {
+        self.tools.len()
+    }
+
+    /// The bridge of a code cell of `gateway`'s run: the gateway's call path, rejections worded
+    /// for `openclaw.tools.*`.
+    pub fn cell_bridge(&self, gateway: &Gateway) -> GatewayBridge {
+        let guidance = self.guidance.with_vocabulary(Vocabulary::Code);
+        GatewayBridge::new(gateway.clone())
+            .with_wording(Arc::new(move |error: &CallError| guidance.word(error)))
+    }
+
+    /// Runs one `tool_search_code` cell for `gateway`'s run on `supervisor`: every bridge call
+    /// takes the gateway's call path and its rejections are worded for a code cell; the cell is
+    /// counted and logged (R-11.1 per-cell timings).
+    pub async fn run_cell(
+        &self,
+        supervisor: &Supervisor,
+        gateway: &Gateway,
+        code: &str,
+        timeout: Option<std::time::Duration>,
+    ) -> CellResult {
+        use tracing::Instrument;
+        let span = tracing::debug_span!("code_cell", run_id = %gateway.run().run_id);
+        let result = supervisor
+            .run_cell(
+                code,
+                Arc::new(self.cell_bridge(gateway)),
+                CellOptions {
+                    timeout,
+                    ..CellOptions::default()
+                },
+            )
+            .instrument(span.clone())
+            .await;
+        span.in_scope(|| {
+            tracing::debug!(
+                outcome = result.outcome.kind(),
+                worker_pid = result.telemetry.worker_pid,
+                run_ms = result.telemetry.run_ms,
+                bridge_calls = result.telemetry.bridge_calls,
+                "code cell"
+            )
+        });
+        crate::telemetry::Counters::bump(&gateway.counters().cells);
+        let mut fields = serde_json::Map::new();
+        fields.insert("run_id".into(), json!(gateway.run().run_id));
+        fields.insert("outcome".into(), json!(result.outcome.kind()));
+        fields.insert("worker_pid".into(), json!(result.telemetry.worker_pid));
+        fields.insert("warm".into(), json!(result.telemetry.warm));
+        fields.insert("queue_ms".into(), json!(result.telemetry.queue_ms));
+        fields.insert("run_ms".into(), json!(result.telemetry.run_ms));
+        fields.insert("bridge_calls".into(), json!(result.telemetry.bridge_calls));
+        gateway.session_log().record("cell", fields);
+        result
     }
 
     /// The tool definitions in `format`.
@@ -585,33 +609,50 @@ impl Surface {
         })
     }
 
-    /// Dispatches a model's tool call by provider name into the gateway.
-    /// Code cells (`tool_search_code`) are run by the caller, which owns the sandbox; they come
-    /// back as [`Dispatch::Code`].
-    pub async fn dispatch(&self, gateway: &Gateway, name: &str, arguments: &Value) -> Dispatch {
-        match self.target_of(name) {
+    /// Dispatches a model's tool call by provider name: controls, declared tools,
+    /// directory hydration and — given the run's `supervisor` — code cells. Every error comes back
+    /// worded for this surface.
+    pub async fn dispatch(
+        &self,
+        gateway: &Gateway,
+        supervisor: Option<&Supervisor>,
+        name: &str,
+        arguments: &Value,
+    ) -> Dispatch {
+        let dispatched = match self.target_of(name) {
             Some(Target::Control(Control::Search)) => match gateway.search(arguments) {
                 Ok(value) => Dispatch::Result(value),
-                Err(error) => Dispatch::Outcome(CallOutcome::Failed(error)),
+                Err(error) => Dispatch::Failed(error),
             },
             Some(Target::Control(Control::Describe)) => match gateway.describe(arguments) {
                 Ok(value) => Dispatch::Result(value),
-                Err(error) => Dispatch::Outcome(CallOutcome::Failed(error)),
+                Err(error) => Dispatch::Failed(error),
             },
-            Some(Target::Control(Control::Call)) => {
-                Dispatch::Outcome(gateway.call(arguments).await)
+            Some(Target::Control(Control::Call)) => gateway.call(arguments).await.into(),
+            Some(Target::Control(Control::Code)) => {
+                let code = arguments.get("code");
+                match (code.and_then(Value::as_str), supervisor) {
+                    (Some(code), Some(supervisor)) => {
+                        Dispatch::Cell(self.run_cell(supervisor, gateway, code, None).await)
+                    }
+                    (Some(_), None) => Dispatch::Cell(CellResult::failed(
+                        crate::sandbox::Outcome::WorkerSetupFailure {
+                            detail: "this run has no sandbox".into(),
+                        },
+                        Default::default(),
+                    )),
+                    (None, _) => Dispatch::Failed(Guidance::missing_code(code)),
+                }
             }
-            Some(Target::Control(Control::Code)) => Dispatch::Code(
-                arguments
-                    .get("code")
-                    .and_then(Value::as_str)
-                    .unwrap_or_default()
-                    .to_string(),
-            ),
-            Some(Target::Tool(id)) => {
-                Dispatch::Outcome(gateway.call(&json!({"id": id, "args": arguments})).await)
-            }
+            Some(Target::Tool(id)) => gateway
+                .call(&json!({"id": id, "args": arguments}))
+                .await
+                .into(),
             None => self.dispatch_lenient(gateway, name, arguments).await,
+        };
+        match dispatched {
+            Dispatch::Failed(error) => Dispatch::Failed(self.guidance.reword(error)),
+            other => other,
         }
     }
 
@@ -623,65 +664,50 @@ impl Surface {
         match lookup::resolve(&index, name) {
             Resolution::Found(position) => {
                 let Some(id) = index.tool(position).map(|t| t.id.clone()) else {
-                    return Dispatch::Outcome(CallOutcome::Failed(self.unknown_name(name)));
+                    return Dispatch::Failed(self.guidance.unknown_name(name));
                 };
                 if self.hydrate {
-                    return Dispatch::Outcome(
-                        gateway.call(&json!({"id": id, "args": arguments})).await,
-                    );
+                    return gateway
+                        .call(&json!({"id": id, "args": arguments}))
+                        .await
+                        .into();
                 }
-                let how = match self.mode {
-                    Mode::Code => format!(
-                        "call it from tool_search_code with openclaw.tools.call({id:?}, args)"
-                    ),
-                    _ => format!("run it with tool_call {{\"id\": {id:?}, \"args\": {{…}}}}"),
-                };
-                Dispatch::Outcome(CallOutcome::Failed(CallError::new(
-                    ErrorKind::UnknownTool,
-                    None,
-                    format!("{name:?} is not declared to you: {how}."),
-                )))
+                Dispatch::Failed(self.guidance.not_declared(name, &id))
             }
-            Resolution::Ambiguous(candidates) => {
-                Dispatch::Outcome(CallOutcome::Failed(CallError::new(
-                    ErrorKind::Ambiguous,
-                    None,
-                    lookup::LookupError::Ambiguous {
-                        selector: name.to_string(),
-                        candidates,
-                    }
-                    .to_string(),
-                )))
-            }
-            Resolution::NotFound => Dispatch::Outcome(CallOutcome::Failed(self.unknown_name(name))),
+            Resolution::Ambiguous(candidates) => Dispatch::Failed(crate::gateway::lookup_error(
+                lookup::LookupError::Ambiguous {
+                    selector: name.to_string(),
+                    candidates,
+                },
+            )),
+            Resolution::NotFound => Dispatch::Failed(self.guidance.unknown_name(name)),
         }
-    }
-
-    fn unknown_name(&self, name: &str) -> CallError {
-        let hint = match self.mode {
-            Mode::Code => "use tool_search_code to search for and call catalog tools",
-            Mode::Direct | Mode::Auto => "call one of the declared tools",
-            Mode::Tools | Mode::Directory => {
-                "catalog tools are not callable by name here: find them with tool_search and run them with tool_call {\"id\", \"args\"}"
-            }
-        };
-        CallError::new(
-            ErrorKind::UnknownTool,
-            None,
-            format!("Unknown tool {name:?}: {hint}."),
-        )
     }
 }
 
-/// The result of dispatching one model call.
+/// The result of dispatching one model call. Errors are worded for the surface.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Dispatch {
     /// A control's JSON result (search hits, a description).
     Result(Value),
-    /// A tool call's outcome (envelope, client call, or error).
-    Outcome(CallOutcome),
-    /// A code cell to run in the sandbox.
-    Code(String),
+    /// A tool ran; its envelope.
+    Done(Envelope),
+    /// A client tool: the application runs it and completes the call.
+    ClientCall(ClientCall),
+    /// A code cell ran (its outcome may be a failure).
+    Cell(CellResult),
+    /// The call failed; the error is the answer to the model.
+    Failed(CallError),
+}
+
+impl From<CallOutcome> for Dispatch {
+    fn from(outcome: CallOutcome) -> Dispatch {
+        match outcome {
+            CallOutcome::Done(envelope) => Dispatch::Done(envelope),
+            CallOutcome::ClientCallRequired(call) => Dispatch::ClientCall(call),
+            CallOutcome::Failed(error) => Dispatch::Failed(error),
+        }
+    }
 }
 
 fn to_format(tool: &ToolDefinition, format: Format) -> Value {

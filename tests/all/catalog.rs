@@ -2,7 +2,10 @@ use std::path::PathBuf;
 
 use pretty_assertions::assert_eq;
 use serde_json::json;
-use toolsearch::catalog::{CatalogIssue, CatalogMode, CatalogSnapshot, Descriptor, Source, file};
+use toolsearch::{
+    CatalogIssue, CatalogMode, CatalogSnapshot, Descriptor, Source, load_catalog_file,
+    parse_catalog,
+};
 
 use crate::support::shared;
 
@@ -36,7 +39,7 @@ fn every_real_catalog_file_loads_without_losing_a_tool() {
             .lines()
             .filter(|l| !l.trim().is_empty())
             .count();
-        let loaded = file::load(&path, Source::Plugin).unwrap();
+        let loaded = load_catalog_file(&path, Source::Plugin).unwrap();
         assert!(
             loaded.issues.is_empty(),
             "{}: {:?}",
@@ -59,7 +62,7 @@ fn every_real_catalog_file_loads_without_losing_a_tool() {
 #[test]
 fn mcp_tools_list_answers_load_as_untrusted() {
     let path = shared().join("mcp/server-everything.tools.json");
-    let loaded = file::load(&path, Source::Mcp).unwrap();
+    let loaded = load_catalog_file(&path, Source::Mcp).unwrap();
     assert!(loaded.issues.is_empty(), "{:?}", loaded.issues);
     assert_eq!(loaded.descriptors.len(), 13);
     let echo = loaded
@@ -81,7 +84,7 @@ fn owner_comes_from_server_then_id_prefix_then_file_stem() {
         r#"{"id":"z","name":"z","description":"d","input_schema":{}}"#,
     ]
     .join("\n");
-    let loaded = file::parse(&text, "stemname", Source::Plugin).unwrap();
+    let loaded = parse_catalog(&text, "stemname", Source::Plugin).unwrap();
     let ids: Vec<_> = loaded.descriptors.iter().map(|d| d.id.as_str()).collect();
     assert_eq!(
         ids,
@@ -101,7 +104,7 @@ fn a_bad_line_is_reported_and_skipped_and_the_rest_loads() {
         r#"{"id":"ok2","name":"ok2","description":"fine","inputSchema":{"type":"object"}}"#,
     ]
     .join("\n");
-    let loaded = file::parse(&text, "f", Source::Plugin).unwrap();
+    let loaded = parse_catalog(&text, "f", Source::Plugin).unwrap();
     assert_eq!(loaded.descriptors.len(), 2);
     let lines: Vec<usize> = loaded.issues.iter().map(|i| i.line).collect();
     assert_eq!(lines, [2, 3, 4, 5]);
@@ -175,7 +178,7 @@ fn direct_only_tools_stay_out_of_the_catalog_and_core_primitives_stay_in() {
 
 #[test]
 fn client_files_get_the_client_owner_and_executor() {
-    let loaded = file::parse(
+    let loaded = parse_catalog(
         r#"{"id":"x__open","name":"open","input_schema":{"type":"object"},"server":"x"}"#,
         "f",
         Source::Client,
@@ -183,9 +186,6 @@ fn client_files_get_the_client_owner_and_executor() {
     .unwrap();
     let tool = &loaded.descriptors[0];
     assert_eq!(tool.id, "client:client:open");
-    assert!(matches!(
-        tool.executor,
-        toolsearch::catalog::Executor::Client
-    ));
+    assert!(matches!(tool.executor, toolsearch::Executor::Client));
     let _ = json!({});
 }

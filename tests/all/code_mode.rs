@@ -2,36 +2,43 @@ use std::sync::Arc;
 
 use pretty_assertions::assert_eq;
 use serde_json::{Value, json};
-use toolsearch::catalog::{BoxFuture, Descriptor};
-use toolsearch::config::{Config, Mode};
-use toolsearch::gateway::{BeforeToolCall, Gateway, GatewayBuilder, HookDecision};
-use toolsearch::policy::Policy;
+use toolsearch::{
+    BeforeToolCall, BoxFuture, Config, Descriptor, HookDecision, Mode, Policy, Reply, Session,
+    SessionBuilder, SessionLog,
+};
 
-use crate::support::rt;
-use toolsearch::sandbox::{Supervisor, SupervisorConfig};
-use toolsearch::surface::{CodeAvailability, Surface, SurfaceOptions, run_code_cell};
-use toolsearch::telemetry::SessionLog;
+use crate::support::{BIN, rt};
 
-const BIN: &str = env!("CARGO_BIN_EXE_toolsearch");
+/// A code-mode session over the demo catalog with the real sandbox.
+fn code_session() -> SessionBuilder {
+    Session::builder(Config::default())
+        .mode(Mode::Code)
+        .catalog(toolsearch::demo::catalog())
+        .worker_binary(BIN)
+        .warm_pool(1)
+}
 
-async fn cell(gateway: &Gateway, code: &str) -> Value {
-    let mut config = SupervisorConfig::new(BIN);
-    config.pool_size = 1;
-    let supervisor = Supervisor::start(config).await.unwrap();
-    let result = run_code_cell(&supervisor, gateway, code, None).await;
-    supervisor.shutdown().await;
-    result
+/// Runs `code` as the model would: a `tool_search_code` call; returns the cell's JSON.
+async fn cell(builder: SessionBuilder, code: &str) -> Value {
+    cell_declaring(builder, code).await.0
+}
+
+/// [`cell`], plus how many tools the session declared.
+async fn cell_declaring(builder: SessionBuilder, code: &str) -> (Value, usize) {
+    let session = builder.build().await.unwrap();
+    assert_eq!(session.mode(), Mode::Code);
+    let reply = session
+        .handle("tool_search_code", &json!({ "code": code }))
+        .await;
+    session.finish().await;
+    (reply.body(), session.tool_definitions().len())
 }
 
 #[test]
 fn the_walkthrough_cell_takes_the_gateway_path_and_is_logged() {
     let log = SessionLog::in_memory();
-    let gateway = GatewayBuilder::new(toolsearch::demo::catalog())
-        .session_log(log.clone())
-        .build()
-        .unwrap();
-    let result = rt().block_on(cell(
-        &gateway,
+    let (result, declared) = rt().block_on(cell_declaring(
+        code_session().session_log(log.clone()),
         include_str!("../../js/examples/walkthrough.js"),
     ));
     assert_eq!(result["ok"], true, "{result}");
@@ -47,8 +54,15 @@ fn the_walkthrough_cell_takes_the_gateway_path_and_is_logged() {
         .iter()
         .map(|r| r["type"].as_str().unwrap().to_string())
         .collect();
-    assert_eq!(kinds, ["run_start", "search", "describe", "call", "cell"]);
-    let cell_record = log.lines().pop().unwrap();
+    assert_eq!(
+        kinds,
+        ["run_start", "search", "describe", "call", "cell", "run_end"]
+    );
+    let records = log.lines();
+    // tool_search_code, the direct-only tools and the core primitives.
+    assert!(declared > 1);
+    assert_eq!(records[0]["schemas_visible_up_front"], declared);
+    let cell_record = &records[4];
     assert_eq!(cell_record["outcome"], "ok");
     assert_eq!(cell_record["bridge_calls"], 3);
 }
@@ -56,20 +70,13 @@ fn the_walkthrough_cell_takes_the_gateway_path_and_is_logged() {
 #[test]
 fn a_denied_tool_is_unknown_inside_a_cell_too() {
     let policy = Policy::from_json(&json!({"session": {"deny": ["plugin:finance:*"]}})).unwrap();
-    let gateway = GatewayBuilder::new(toolsearch::demo::catalog())
-        .policy(policy)
-        .build()
-        .unwrap();
-    let unrestricted = Gateway::builder(toolsearch::demo::catalog())
-        .build()
-        .unwrap();
     let code = r#"
         const hits = await openclaw.tools.search("stock quote", { limit: 20 });
         try { await openclaw.tools.call("plugin:finance:get_stock_quote", { symbol: "AAPL" }); return "called"; }
         catch (e) { return { message: e.message, ids: hits.map((h) => h.id) }; }
     "#;
     let rt = rt();
-    let result = rt.block_on(cell(&gateway, code));
+    let result = rt.block_on(cell(code_session().policy(policy), code));
     let value = &result["value"];
     assert!(
         !value["ids"]
@@ -80,22 +87,23 @@ fn a_denied_tool_is_unknown_inside_a_cell_too() {
         "{value}"
     );
     // Exactly what the gateway answers for a tool that does not exist at all.
-    let never = rt.block_on(unrestricted.call_tool("plugin:finance:get_stock_quotez", json!({})));
-    let expected_prefix = "Unknown tool \"plugin:finance:get_stock_quote\".";
+    let never = rt.block_on(cell(
+        code_session(),
+        r#"try { await openclaw.tools.call("plugin:finance:get_stock_quotez", {}); } catch (e) { return e.message; }"#,
+    ));
+    let message = value["message"].as_str().unwrap();
     assert!(
-        value["message"]
-            .as_str()
-            .unwrap()
-            .starts_with(expected_prefix),
+        message.starts_with("Unknown tool \"plugin:finance:get_stock_quote\"."),
         "{value}"
     );
-    assert!(never.error().is_some());
-    let suggestions = value["message"]
-        .as_str()
-        .unwrap()
-        .split("Did you mean")
-        .nth(1)
-        .unwrap_or("");
+    assert!(
+        never["value"]
+            .as_str()
+            .unwrap()
+            .starts_with("Unknown tool \"plugin:finance:get_stock_quotez\"."),
+        "{never}"
+    );
+    let suggestions = message.split("Did you mean").nth(1).unwrap_or("");
     assert!(
         !suggestions.contains("plugin:finance:"),
         "no denied id is suggested: {value}"
@@ -103,32 +111,29 @@ fn a_denied_tool_is_unknown_inside_a_cell_too() {
 }
 
 #[test]
-fn client_tools_approvals_and_validation_errors_reach_the_guest() {
-    let gateway = Gateway::builder(toolsearch::demo::catalog())
-        .build()
-        .unwrap();
+fn client_tools_approvals_and_validation_errors_reach_the_guest_in_its_own_words() {
     let code = r#"
         const out = [];
         for (const [id, args] of [
             ["client:client:open_in_browser", { url: "https://example.com" }],
             ["plugin:mail:send_email", { to: ["a@example.com"], subject: "s", body: "b" }],
             ["plugin:units:convert_units", { value: "ten" }],
+            ["plugin:units:convert_unitz", {}],
         ]) {
             try { await openclaw.tools.call(id, args); out.push("ran"); } catch (e) { out.push(e.message); }
         }
         return out;
     "#;
-    let result = rt().block_on(cell(&gateway, code));
+    let result = rt().block_on(cell(code_session(), code));
     let messages: Vec<&str> = result["value"]
         .as_array()
         .unwrap()
         .iter()
         .map(|m| m.as_str().unwrap())
         .collect();
-    assert!(
-        messages[0].contains("is a client tool") && messages[0].contains("Call it directly"),
-        "{}",
-        messages[0]
+    assert_eq!(
+        messages[0],
+        "client:client:open_in_browser is a client tool: the application runs it, not the gateway. It cannot be called from a code cell: call it directly as the tool \"open_in_browser\" with its own arguments, outside the cell."
     );
     assert!(
         messages[1].contains("requires approval and was not approved"),
@@ -141,9 +146,26 @@ fn client_tools_approvals_and_validation_errors_reach_the_guest() {
         messages[2]
     );
     assert!(
+        messages[2].ends_with(
+            "Expected input: { from_unit: string; to_unit: string; value: number }\nFix the arguments and call again. openclaw.tools.describe(\"plugin:units:convert_units\") returns the full input schema."
+        ),
+        "{}",
         messages[2]
-            .contains("Expected input: { from_unit: string; to_unit: string; value: number }")
     );
+    assert!(
+        messages[3].starts_with("Unknown tool \"plugin:units:convert_unitz\". Did you mean \"plugin:units:convert_units\"")
+            && messages[3].ends_with("Find the tool with openclaw.tools.search(query), read its schema with openclaw.tools.describe(id), then call openclaw.tools.call(id, args) with its exact id."),
+        "{}",
+        messages[3]
+    );
+    for message in &messages {
+        assert!(
+            !message.contains("tool_search ")
+                && !message.contains("tool_describe")
+                && !message.contains("tool_call"),
+            "a cell only has openclaw.tools: {message}"
+        );
+    }
 }
 
 struct Kilometres;
@@ -167,50 +189,87 @@ impl BeforeToolCall for Kilometres {
 
 #[test]
 fn hooks_apply_to_bridge_calls() {
-    let gateway = GatewayBuilder::new(toolsearch::demo::catalog())
-        .hook(Arc::new(Kilometres))
-        .build()
-        .unwrap();
     let code = r#"
         const r = await openclaw.tools.call("plugin:units:convert_units", { value: 1, from_unit: "km", to_unit: "m" });
         return r.result.details.result;
     "#;
-    let result = rt().block_on(cell(&gateway, code));
+    let result = rt().block_on(cell(code_session().hook(Arc::new(Kilometres)), code));
     assert_eq!(result["value"].as_f64(), Some(100_000.0), "{result}");
 }
 
 #[test]
 fn code_mode_falls_back_when_the_worker_cannot_start() {
-    let gateway = Gateway::builder(toolsearch::demo::catalog())
-        .build()
-        .unwrap();
     let rt = rt();
-    let unavailable = rt.block_on(CodeAvailability::probe(std::path::Path::new("/bin/false")));
-    let CodeAvailability::Unavailable(reason) = &unavailable else {
-        panic!("{unavailable:?}")
-    };
-    let options = SurfaceOptions {
-        config: Config {
-            mode: Mode::Code,
-            ..Config::default()
-        },
-        context_tokens: None,
-        code: unavailable.clone(),
-    };
-    let surface = Surface::build(&gateway, &options).unwrap();
-    assert_eq!(surface.mode, Mode::Tools);
+    let session = rt
+        .block_on(
+            Session::builder(Config::default())
+                .catalog(toolsearch::demo::catalog())
+                .worker_binary("/bin/false")
+                .build(),
+        )
+        .unwrap();
+    assert_eq!(session.mode(), Mode::Tools);
+    assert!(!session.has_sandbox());
+    let fallback = session.surface().fallback.clone().unwrap();
     assert!(
-        surface
-            .fallback
-            .as_deref()
-            .unwrap()
-            .contains(reason.as_str())
+        fallback.starts_with("code mode is unavailable here ("),
+        "{fallback}"
     );
-    assert!(surface.tools.iter().any(|t| t.name == "tool_call"));
+    assert!(
+        session
+            .tool_definitions()
+            .iter()
+            .any(|t| t.name == "tool_call")
+    );
+    // A cell asked of this run says why it cannot run, instead of hanging or panicking.
+    let result = rt.block_on(session.run_cell("return 1", None));
+    assert_eq!(result.outcome.kind(), "worker_setup_failure");
+    assert!(result.outcome.message().contains(&fallback), "{result:?}");
 
     // The real binary works.
+    let session = rt.block_on(code_session().build()).unwrap();
+    assert_eq!(session.mode(), Mode::Code);
+    assert!(session.has_sandbox());
+    rt.block_on(session.finish());
+}
+
+#[test]
+fn a_tool_search_code_call_without_code_is_a_bad_request_not_an_empty_cell() {
+    let rt = rt();
+    let session = rt.block_on(code_session().build()).unwrap();
+    for arguments in [json!({}), json!({"code": 3}), json!({"source": "return 1"})] {
+        let reply = rt.block_on(session.handle("tool_search_code", &arguments));
+        let Reply::Failed { kind, error, body } = &reply else {
+            panic!("{arguments}: {reply:?}")
+        };
+        assert_eq!(*kind, toolsearch::FailureKind::BadArguments);
+        assert_eq!(*error, Some(toolsearch::ErrorKind::BadRequest));
+        assert!(
+            body["error"]["message"]
+                .as_str()
+                .unwrap()
+                .starts_with("tool_search_code takes {\"code\": "),
+            "{body}"
+        );
+    }
+    let telemetry = rt.block_on(session.finish());
+    assert_eq!(telemetry["counters"]["cells"], 0, "no cell ran");
+}
+
+#[test]
+fn a_cell_body_over_its_limit_is_its_own_limit_and_never_runs() {
+    let rt = rt();
+    let session = rt.block_on(code_session().build()).unwrap();
+    // 300 KiB of comment: over the 256 KiB default `code_bytes`.
+    let code = format!("/*{}*/ return 1", "x".repeat(300 * 1024));
+    let result = rt.block_on(session.run_cell(&code, None));
     assert_eq!(
-        rt.block_on(CodeAvailability::probe(std::path::Path::new(BIN))),
-        CodeAvailability::Available
+        result.outcome,
+        toolsearch::Outcome::LimitExceeded {
+            limit: toolsearch::LimitKind::CodeBytes
+        }
     );
+    assert!(result.outcome.message().contains("code is too long"));
+    assert_eq!(result.telemetry.worker_pid, 0, "no worker was used");
+    rt.block_on(session.finish());
 }

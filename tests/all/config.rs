@@ -1,7 +1,7 @@
 use std::time::Duration;
 
 use pretty_assertions::assert_eq;
-use toolsearch::config::{Config, ConfigError, DirectoryStyle, Mode, Profile};
+use toolsearch::{Config, ConfigError, DirectoryStyle, Mode, Profile};
 
 fn parse(text: &str) -> Result<Config, ConfigError> {
     Config::parse(text, None)

@@ -7,12 +7,12 @@ use std::sync::Arc;
 
 use pretty_assertions::assert_eq;
 use serde_json::{Value, json};
-use toolsearch::catalog::{
+use toolsearch::demo::{self, DemoWorld, example_args};
+use toolsearch::output_signature;
+use toolsearch::{
     CallContext, CatalogMode, CatalogSnapshot, Descriptor, ExecutionMode, Executor, Source,
     ToolError, ToolOutput,
 };
-use toolsearch::demo::{self, DemoWorld, example_args};
-use toolsearch::signature::output_signature;
 
 // ---- helpers -------------------------------------------------------------------------------------------
 

@@ -4,18 +4,18 @@ use std::time::Duration;
 
 use pretty_assertions::assert_eq;
 use serde_json::{Value, json};
-use toolsearch::catalog::{
-    BoxFuture, CallContext, CatalogMode, CatalogSnapshot, Descriptor, ExecutionMode, Executor,
-    FnTool, Source, ToolError, ToolOutput,
-};
-use toolsearch::gateway::{
+use toolsearch::Policy;
+use toolsearch::{
     Approval, ApprovalHandler, BeforeToolCall, CallOutcome, ErrorKind, Gateway, GatewayBuilder,
     HookDecision, RunContext,
 };
-use toolsearch::policy::Policy;
+use toolsearch::{
+    BoxFuture, CallContext, CatalogMode, CatalogSnapshot, Descriptor, ExecutionMode, Executor,
+    FnTool, Source, ToolError, ToolOutput,
+};
 
 use crate::support::rt;
-use toolsearch::telemetry::SessionLog;
+use toolsearch::SessionLog;
 
 fn tool(
     owner: &str,
@@ -139,11 +139,18 @@ fn selectors_naming_two_tools_are_rejected_and_others_stay_arguments() {
 fn direct_only_tools_get_call_it_directly_guidance() {
     let rt = rt();
     let gw = gateway(catalog(vec![]));
-    let (kind, message) = error(&rt.block_on(gw.call(&json!({"id": "ask_user", "args": {}}))));
+    let outcome = rt.block_on(gw.call(&json!({"id": "ask_user", "args": {}})));
+    let (kind, message) = error(&outcome);
     assert_eq!(kind, ErrorKind::DirectOnly);
-    assert!(
-        message.contains("call it directly as the tool \"ask_user\""),
-        "{message}"
+    assert!(message.contains("is a direct tool"), "{message}");
+    // The gateway says what to do structurally; the surface words it for the model's controls.
+    let failed = outcome.error().unwrap();
+    assert_eq!(
+        failed.recovery,
+        toolsearch::Recovery::CallDirectly {
+            id: failed.tool_id.clone().unwrap(),
+            name: "ask_user".into()
+        }
     );
 }
 
@@ -314,8 +321,7 @@ fn approval_denials_are_blocks_and_never_run_the_tool() {
         assert_eq!(kind, ErrorKind::ApprovalDenied);
         assert!(message.contains("the user said no"));
         let approve =
-            toolsearch::gateway::GlobApprovals::new(&["mail:*".to_string(), "*send_*".to_string()])
-                .unwrap();
+            toolsearch::GlobApprovals::new(&["mail:*".to_string(), "*send_*".to_string()]).unwrap();
         let gw = GatewayBuilder::new(snapshot)
             .approvals(Arc::new(approve))
             .build()
@@ -609,10 +615,7 @@ fn a_nested_call_that_would_wait_on_itself_fails_instead_of_hanging() {
                     .nested
                     .clone()
                     .ok_or_else(|| ToolError::new("no nested calls"))?;
-                let inner = nested
-                    .call(target, json!({}))
-                    .await
-                    .map_err(ToolError::new)?;
+                let inner = nested.call(target, json!({})).await?;
                 Ok(ToolOutput::json(
                     json!({"inner": inner["result"]["details"]}),
                 ))
@@ -715,8 +718,7 @@ fn every_demo_tool_succeeds_through_the_gateway() {
     use toolsearch::demo::{self, DemoWorld, example_args};
     let rt = rt();
     let cache = Arc::new(toolsearch::IndexCache::new());
-    let approve_all =
-        Arc::new(toolsearch::gateway::GlobApprovals::new(&["*".to_string()]).unwrap());
+    let approve_all = Arc::new(toolsearch::GlobApprovals::new(&["*".to_string()]).unwrap());
     let ids: Vec<(String, Source, bool)> = demo::catalog()
         .tools()
         .iter()

@@ -1,14 +1,10 @@
 //! The one integration-test binary. Each module carries a one-line purpose.
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 
-/// Batch search rules and the response budget.
-mod batch;
 /// Catalog files, snapshots, fingerprints, id clashes.
 mod catalog;
 /// The embedded demo catalog: size, mix, schemas, every tool called for real, search pins.
 mod demo;
-/// Describe, lenient names, ambiguity and suggestions.
-mod describe;
 /// Fail-closed policy: a denied tool is invisible and cannot move rankings.
 mod policy;
 /// Ranking, seed examples, limits.
@@ -26,6 +22,9 @@ mod config;
 mod gateway;
 /// Code mode's sandbox: escape corpus, hardening, limits, bridge, load.
 mod sandbox;
+/// One run for every entry point: one config's limits everywhere, recovery wording per mode,
+/// failure kinds across seams, one index build per key.
+mod session;
 /// Signature rendering through the public API.
 mod signature;
 /// What the model sees per mode, provider names, dispatch and hydration.

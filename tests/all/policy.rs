@@ -1,8 +1,8 @@
 use proptest::prelude::*;
 use serde_json::json;
-use toolsearch::catalog::{CatalogSnapshot, Descriptor, Source};
-use toolsearch::policy::{Authorized, Policy, PolicyError};
-use toolsearch::search::{SearchIndex, lookup};
+use toolsearch::{Authorized, Policy, PolicyError};
+use toolsearch::{CatalogSnapshot, Descriptor, Source};
+use toolsearch::{Gateway, SearchIndex};
 
 const NAMES: [&str; 10] = [
     "send_message",
@@ -90,8 +90,16 @@ proptest! {
         let denied: Vec<String> = snapshot.tools().iter().filter(|t| !policy.allows(t)).map(|t| t.id.clone()).collect();
         let allowed_count = allowed.len();
 
-        let narrowed = SearchIndex::build(&Authorized::new(snapshot.clone(), policy)).unwrap();
-        let only_allowed = SearchIndex::build(&Authorized::new(CatalogSnapshot::build(allowed), Policy::allow_all())).unwrap();
+        let narrowed = SearchIndex::build(&Authorized::new(snapshot.clone(), policy.clone())).unwrap();
+        let narrowed_gateway = Gateway::builder(snapshot.clone()).policy(policy).build().unwrap();
+        let only_allowed = SearchIndex::build(&Authorized::new(CatalogSnapshot::build(allowed.clone()), Policy::allow_all())).unwrap();
+        let only_allowed_gateway = Gateway::builder(CatalogSnapshot::build(allowed)).build().unwrap();
+        let describe = |gateway: &Gateway, selector: &str| {
+            gateway
+                .describe(&serde_json::Value::from(selector))
+                .map(|d| d["id"].as_str().unwrap_or_default().to_string())
+                .map_err(|e| e.message)
+        };
         prop_assert_eq!(narrowed.view().len(), allowed_count);
 
         for query in &queries {
@@ -104,14 +112,14 @@ proptest! {
                 prop_assert!(!denied.contains(id));
             }
             // Suggestions and lookups see allowed tools only, and answer the same way.
-            let la = lookup::describe(&narrowed, query).map(|d| d.hit.id).map_err(|e| e.to_string());
-            let lb = lookup::describe(&only_allowed, query).map(|d| d.hit.id).map_err(|e| e.to_string());
+            let la = describe(&narrowed_gateway, query);
+            let lb = describe(&only_allowed_gateway, query);
             prop_assert_eq!(&la, &lb);
         }
         // Describing a denied tool answers exactly like describing an unknown one.
         for id in &denied {
-            let a = lookup::describe(&narrowed, id).map(|d| d.hit.id).map_err(|e| e.to_string());
-            let b = lookup::describe(&only_allowed, id).map(|d| d.hit.id).map_err(|e| e.to_string());
+            let a = describe(&narrowed_gateway, id);
+            let b = describe(&only_allowed_gateway, id);
             prop_assert_eq!(&a, &b);
             if let Err(message) = &a {
                 for other in &denied {

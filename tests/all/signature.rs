@@ -4,9 +4,11 @@
 
 use proptest::prelude::*;
 use serde_json::{Value, json};
-use toolsearch::signature::{
-    INPUT_BOUNDS, NODE_BUDGET, OUTPUT_BOUNDS, Signature, input_signature, output_signature,
-};
+use toolsearch::{Signature, input_signature, output_signature};
+
+const INPUT_BOUNDS: toolsearch::SignatureBounds = Signature::INPUT_BOUNDS;
+const OUTPUT_BOUNDS: toolsearch::SignatureBounds = Signature::OUTPUT_BOUNDS;
+const NODE_BUDGET: usize = Signature::NODE_BUDGET;
 
 fn input(schema: &Value) -> String {
     input_signature(schema).text

@@ -3,6 +3,9 @@
 use std::path::PathBuf;
 use std::process::{Command, Output};
 
+/// The real binary (it runs sandbox workers too).
+pub const BIN: &str = env!("CARGO_BIN_EXE_toolsearch");
+
 /// The shared reference data (`../shared` beside the checkout). `TOOLSEARCH_SHARED` overrides.
 /// A missing data directory fails the test with a clear message rather than skipping it.
 pub fn shared() -> PathBuf {

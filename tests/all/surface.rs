@@ -2,33 +2,81 @@ use std::collections::HashSet;
 
 use pretty_assertions::assert_eq;
 use serde_json::{Value, json};
-use toolsearch::catalog::{
-    CatalogMode, CatalogSnapshot, Descriptor, Executor, Source, ToolOutput, file,
-};
-use toolsearch::config::{Config, DirectoryStyle, Mode};
-use toolsearch::directory::INDEX_HARD_CAP_BYTES;
-use toolsearch::gateway::{CallOutcome, ErrorKind, Gateway, RunContext};
-use toolsearch::policy::Policy;
-use toolsearch::surface::{
-    CodeAvailability, Dispatch, Format, Surface, SurfaceError, SurfaceOptions,
-    is_valid_provider_name,
+use toolsearch::{
+    CatalogMode, CatalogSnapshot, Config, Descriptor, DirectoryStyle, ErrorKind, Executor, Format,
+    Mode, Policy, Reply, RunContext, Session, SessionError, Source, Surface, Target, ToolOutput,
+    load_catalog_file,
 };
 
-use crate::support::shared;
+use crate::support::{BIN, shared};
 
-fn options(mode: Mode) -> SurfaceOptions {
-    SurfaceOptions {
-        config: Config {
-            mode,
-            ..Config::default()
-        },
-        context_tokens: None,
-        code: CodeAvailability::Available,
+/// The namespace index's hard cap.
+const INDEX_HARD_CAP_BYTES: usize = 4_096;
+
+/// `^[a-zA-Z0-9_-]{1,64}$`.
+fn is_valid_provider_name(name: &str) -> bool {
+    !name.is_empty()
+        && name.len() <= 64
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+}
+
+fn options(mode: Mode) -> Config {
+    Config {
+        mode,
+        ..Config::default()
     }
 }
 
+fn rt() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap()
+}
+
+/// A session over `tools` (and `policy`) under `config`; code mode gets the real sandbox.
+fn build(
+    rt: &tokio::runtime::Runtime,
+    tools: Vec<Descriptor>,
+    policy: Policy,
+    config: Config,
+    context_tokens: Option<usize>,
+) -> Result<Session, SessionError> {
+    rt.block_on(
+        Session::builder(config)
+            .catalog(CatalogSnapshot::build(tools))
+            .policy(policy)
+            .context_tokens(context_tokens)
+            .worker_binary(BIN)
+            .warm_pool(0)
+            .build(),
+    )
+}
+
+fn surface_of(rt: &tokio::runtime::Runtime, tools: Vec<Descriptor>, config: Config) -> Session {
+    build(rt, tools, Policy::allow_all(), config, None).unwrap()
+}
+
+/// The message of a failed reply, and its gateway kind.
+fn failure(reply: &Reply) -> (ErrorKind, String) {
+    let Reply::Failed {
+        error: Some(kind),
+        body,
+        ..
+    } = reply
+    else {
+        panic!("not a failed call: {reply:?}")
+    };
+    (
+        *kind,
+        body["error"]["message"].as_str().unwrap().to_string(),
+    )
+}
+
 fn ok_tool(d: Descriptor) -> Descriptor {
-    d.tool(std::sync::Arc::new(toolsearch::catalog::FnTool(
+    d.tool(std::sync::Arc::new(toolsearch::FnTool(
         |_ctx, args: Value| async move {
             Ok(ToolOutput::json(
                 json!({"ok": true, "keys": args.as_object().map(|m| m.len()).unwrap_or(0)}),
@@ -56,7 +104,7 @@ fn small_catalog() -> Vec<Descriptor> {
         ok_tool(Descriptor::new(Source::Core, "core", "read").description("Read a file from the workspace")
             .input_schema(json!({"type":"object","properties":{"path":{"type":"string"}},"required":["path"],"additionalProperties":false}))),
         Descriptor::new(Source::Plugin, "calendar", "create_event").description("Create a calendar event")
-            .tool(std::sync::Arc::new(toolsearch::catalog::FnTool(|_ctx, _args: Value| async move {
+            .tool(std::sync::Arc::new(toolsearch::FnTool(|_ctx, _args: Value| async move {
                 Ok(ToolOutput::json(json!({"id": "evt_1"})))
             })))
             .input_schema(json!({"type":"object","properties":{"title":{"type":"string"},"start":{"type":"string"}},"required":["title","start"],"additionalProperties":false}))
@@ -66,12 +114,6 @@ fn small_catalog() -> Vec<Descriptor> {
         issue,
         open,
     ]
-}
-
-fn gateway_of(tools: Vec<Descriptor>) -> Gateway {
-    Gateway::builder(CatalogSnapshot::build(tools))
-        .build()
-        .unwrap()
 }
 
 fn canonical(surface: &Surface) -> String {
@@ -87,7 +129,7 @@ fn canonical(surface: &Surface) -> String {
 
 #[test]
 fn every_mode_surface_snapshot() {
-    let gateway = gateway_of(small_catalog());
+    let rt = rt();
     for (name, mode, style) in [
         ("direct", Mode::Direct, DirectoryStyle::List),
         ("tools", Mode::Tools, DirectoryStyle::List),
@@ -101,16 +143,15 @@ fn every_mode_surface_snapshot() {
         ("auto_small", Mode::Auto, DirectoryStyle::List),
     ] {
         let mut opts = options(mode);
-        opts.config.directory = style;
-        let surface = Surface::build(&gateway, &opts).unwrap();
-        insta::assert_snapshot!(format!("surface_{name}"), canonical(&surface));
+        opts.directory = style;
+        let session = surface_of(&rt, small_catalog(), opts);
+        let surface = session.surface();
+        insta::assert_snapshot!(format!("surface_{name}"), canonical(surface));
         // Untrusted text never reaches the system prompt.
         assert!(!surface.system_prompt().contains("UNTRUSTED"), "{name}");
         assert!(!surface.system_prompt().contains("create_issue"), "{name}");
     }
-    let anthropic = Surface::build(&gateway, &options(Mode::Tools))
-        .unwrap()
-        .tools_json(Format::Anthropic);
+    let anthropic = surface_of(&rt, small_catalog(), options(Mode::Tools)).tools(Format::Anthropic);
     insta::assert_snapshot!(
         "surface_tools_anthropic",
         serde_json::to_string_pretty(&anthropic).unwrap()
@@ -122,34 +163,34 @@ fn prompts_and_tool_lists_are_byte_stable() {
     let forward = small_catalog();
     let mut reversed = small_catalog();
     reversed.reverse();
+    let rt = rt();
     for mode in [Mode::Direct, Mode::Tools, Mode::Directory, Mode::Code] {
-        let a = Surface::build(&gateway_of(forward.clone()), &options(mode)).unwrap();
-        let b = Surface::build(&gateway_of(reversed.clone()), &options(mode)).unwrap();
+        let a = surface_of(&rt, forward.clone(), options(mode));
+        let b = surface_of(&rt, reversed.clone(), options(mode));
         assert_eq!(
-            a.tools_json(Format::OpenAi).to_string(),
-            b.tools_json(Format::OpenAi).to_string(),
+            a.tools(Format::OpenAi).to_string(),
+            b.tools(Format::OpenAi).to_string(),
             "{mode}"
         );
         assert_eq!(a.system_prompt(), b.system_prompt(), "{mode}");
     }
     // Different sessions (and whatever the users say in them) give the same prefix.
     let run = |session: &str| {
-        let gateway = Gateway::builder(CatalogSnapshot::build(small_catalog()))
-            .run(RunContext {
-                session: Some(session.into()),
-                run_id: format!("run-{session}"),
-                ..RunContext::default()
-            })
-            .build()
-            .unwrap();
-        Surface::build(&gateway, &options(Mode::Directory)).unwrap()
+        rt.block_on(
+            Session::builder(options(Mode::Directory))
+                .catalog(CatalogSnapshot::build(small_catalog()))
+                .run(RunContext {
+                    session: Some(session.into()),
+                    run_id: format!("run-{session}"),
+                    ..RunContext::default()
+                })
+                .build(),
+        )
+        .unwrap()
     };
     let (one, two) = (run("alpha"), run("beta"));
     assert_eq!(one.system_prompt(), two.system_prompt());
-    assert_eq!(
-        one.tools_json(Format::Anthropic),
-        two.tools_json(Format::Anthropic)
-    );
+    assert_eq!(one.tools(Format::Anthropic), two.tools(Format::Anthropic));
 }
 
 fn long_tools(n: usize) -> Vec<Descriptor> {
@@ -166,10 +207,10 @@ fn long_tools(n: usize) -> Vec<Descriptor> {
 
 #[test]
 fn a_large_directory_shrinks_descriptions_then_drops_rows_and_everything_stays_reachable() {
-    let gateway = gateway_of(long_tools(2_000));
-    let surface = Surface::build(&gateway, &options(Mode::Directory)).unwrap();
-    let directory = &surface
-        .prompt
+    let rt = rt();
+    let session = surface_of(&rt, long_tools(2_000), options(Mode::Directory));
+    let directory = &session
+        .prompt_sections()
         .iter()
         .find(|s| s.name == "directory")
         .unwrap()
@@ -191,13 +232,18 @@ fn a_large_directory_shrinks_descriptions_then_drops_rows_and_everything_stays_r
         "{directory}"
     );
     // A smaller context shrinks the budget: min(18000, max(768, tokens/10)).
-    let mut small = options(Mode::Directory);
-    small.context_tokens = Some(20_000);
-    let tight = Surface::build(&gateway, &small).unwrap();
-    assert!(tight.prompt[1].text.chars().count() <= 2_000);
+    let tight = build(
+        &rt,
+        long_tools(2_000),
+        Policy::allow_all(),
+        options(Mode::Directory),
+        Some(20_000),
+    )
+    .unwrap();
+    assert!(tight.prompt_sections()[1].text.chars().count() <= 2_000);
     // A moderate catalog keeps descriptions, shortened first.
-    let medium = Surface::build(&gateway_of(long_tools(150)), &options(Mode::Directory)).unwrap();
-    let text = &medium.prompt[1].text;
+    let medium = surface_of(&rt, long_tools(150), options(Mode::Directory));
+    let text = &medium.prompt_sections()[1].text;
     assert!(
         text.lines()
             .filter(|l| l.starts_with("- "))
@@ -210,19 +256,12 @@ fn a_large_directory_shrinks_descriptions_then_drops_rows_and_everything_stays_r
     );
 
     // Every omitted tool is still found by search and callable, through hydration too.
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
     let last = "operation_01999";
     assert!(!directory.contains(last));
-    let hits = gateway.search(&json!({"query": last})).unwrap();
-    assert_eq!(hits[0]["name"], last);
-    let outcome = rt.block_on(surface.dispatch(&gateway, last, &json!({"record_id": "r1"})));
-    assert!(
-        matches!(outcome, Dispatch::Outcome(CallOutcome::Done(_))),
-        "{outcome:?}"
-    );
+    let hits = rt.block_on(session.handle("tool_search", &json!({"query": last})));
+    assert_eq!(hits.body()[0]["name"], last);
+    let outcome = rt.block_on(session.handle(last, &json!({"record_id": "r1"})));
+    assert!(matches!(outcome, Reply::Ok(_)), "{outcome:?}");
 }
 
 #[test]
@@ -246,15 +285,12 @@ fn the_namespace_index_is_bounded_and_never_leaks_denied_tools() {
     secret.description = "hidden".into();
     tools.push(secret);
     let policy = Policy::from_json(&json!({"agent": {"deny": ["plugin:vault:*"]}})).unwrap();
-    let gateway = Gateway::builder(CatalogSnapshot::build(tools))
-        .policy(policy)
-        .build()
-        .unwrap();
     let mut opts = options(Mode::Directory);
-    opts.config.directory = DirectoryStyle::Namespaces;
-    let surface = Surface::build(&gateway, &opts).unwrap();
-    let index = &surface
-        .prompt
+    opts.directory = DirectoryStyle::Namespaces;
+    let rt = rt();
+    let session = build(&rt, tools, policy, opts, None).unwrap();
+    let index = &session
+        .prompt_sections()
         .iter()
         .find(|s| s.name == "namespace_index")
         .unwrap()
@@ -292,16 +328,12 @@ fn every_real_catalog_gets_valid_unique_provider_names_that_dispatch_back() {
             files.push(path);
         }
     }
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
+    let rt = rt();
     for path in files {
-        let loaded = file::load(&path, Source::Plugin).unwrap();
-        let gateway = Gateway::builder(CatalogSnapshot::build(loaded.descriptors))
-            .build()
-            .unwrap();
-        let surface = Surface::build(&gateway, &options(Mode::Direct)).unwrap();
+        let loaded = load_catalog_file(&path, Source::Plugin).unwrap();
+        let count = CatalogSnapshot::build(loaded.descriptors.clone()).len();
+        let session = surface_of(&rt, loaded.descriptors, options(Mode::Direct));
+        let surface = session.surface();
         let mut seen = HashSet::new();
         for tool in &surface.tools {
             assert!(
@@ -317,33 +349,22 @@ fn every_real_catalog_gets_valid_unique_provider_names_that_dispatch_back() {
                 tool.name
             );
         }
-        assert_eq!(
-            surface.tools.len(),
-            gateway.view().len(),
-            "{}",
-            path.display()
-        );
+        assert_eq!(surface.tools.len(), count, "{}", path.display());
         // Each name dispatches to its own tool (file tools have no implementation: the error
         // names the tool it reached).
         rt.block_on(async {
             for definition in &surface.tools {
-                let toolsearch::surface::Target::Tool(expected) = &definition.target else {
+                let Target::Tool(expected) = &definition.target else {
                     panic!()
                 };
-                let outcome = surface
-                    .dispatch(&gateway, &definition.name, &json!({}))
-                    .await;
-                let Dispatch::Outcome(CallOutcome::Failed(error)) = outcome else {
-                    panic!("{outcome:?}")
-                };
-                assert_eq!(
-                    error.tool_id.as_deref(),
-                    Some(expected.as_str()),
-                    "{}: {}",
-                    definition.name,
-                    error.message
+                let outcome = session.handle(&definition.name, &json!({})).await;
+                let (kind, message) = failure(&outcome);
+                assert!(
+                    message.starts_with(&format!("{expected} has no implementation")),
+                    "{}: {message}",
+                    definition.name
                 );
-                assert_eq!(error.kind, ErrorKind::Unavailable);
+                assert_eq!(kind, ErrorKind::Unavailable);
             }
         });
     }
@@ -351,123 +372,113 @@ fn every_real_catalog_gets_valid_unique_provider_names_that_dispatch_back() {
 
 #[test]
 fn directory_mode_hydrates_hidden_names_through_full_validation() {
-    let gateway = gateway_of(small_catalog());
-    let surface = Surface::build(&gateway, &options(Mode::Directory)).unwrap();
+    let rt = rt();
+    let session = surface_of(&rt, small_catalog(), options(Mode::Directory));
     assert!(
-        !surface.tools.iter().any(|t| t.name == "create_event"),
+        !session
+            .tool_definitions()
+            .iter()
+            .any(|t| t.name == "create_event"),
         "catalog tools stay hidden"
     );
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
     rt.block_on(async {
-        let bad = surface
-            .dispatch(&gateway, "create_event", &json!({"title": "x"}))
-            .await;
-        let Dispatch::Outcome(CallOutcome::Failed(error)) = bad else {
-            panic!("{bad:?}")
-        };
-        assert_eq!(error.kind, ErrorKind::InvalidArguments);
-        assert!(
-            error
-                .message
-                .contains("missing required property \"start\"")
-        );
-        let good = surface
-            .dispatch(
-                &gateway,
+        let bad = session.handle("create_event", &json!({"title": "x"})).await;
+        let (kind, message) = failure(&bad);
+        assert_eq!(kind, ErrorKind::InvalidArguments);
+        assert!(message.contains("missing required property \"start\""));
+        let good = session
+            .handle(
                 "create_event",
                 &json!({"title": "x", "start": "2026-12-01T10:00:00Z"}),
             )
             .await;
-        assert!(
-            matches!(good, Dispatch::Outcome(CallOutcome::Done(_))),
-            "{good:?}"
-        );
+        assert!(matches!(good, Reply::Ok(_)), "{good:?}");
         // Client tools are declared in directory mode and handed back to the application.
-        let client = surface
-            .dispatch(
-                &gateway,
-                "open_in_browser",
-                &json!({"url": "https://example.com"}),
-            )
+        let client = session
+            .handle("open_in_browser", &json!({"url": "https://example.com"}))
             .await;
-        assert!(
-            matches!(
-                client,
-                Dispatch::Outcome(CallOutcome::ClientCallRequired(_))
-            ),
-            "{client:?}"
-        );
+        assert!(matches!(client, Reply::ClientCall(_)), "{client:?}");
     });
     // In tools mode hidden names are not callable; the error says how to run the tool.
-    let tools = Surface::build(&gateway, &options(Mode::Tools)).unwrap();
-    let outcome = rt.block_on(tools.dispatch(&gateway, "create_event", &json!({})));
-    let Dispatch::Outcome(CallOutcome::Failed(error)) = outcome else {
-        panic!()
-    };
+    let tools = surface_of(&rt, small_catalog(), options(Mode::Tools));
+    let outcome = rt.block_on(tools.handle("create_event", &json!({})));
     assert_eq!(
-        error.message,
+        failure(&outcome).1,
         "\"create_event\" is not declared to you: run it with tool_call {\"id\": \"plugin:calendar:create_event\", \"args\": {…}}."
     );
-    let outcome = rt.block_on(tools.dispatch(&gateway, "no_such_tool", &json!({})));
-    let Dispatch::Outcome(CallOutcome::Failed(error)) = outcome else {
-        panic!()
-    };
-    assert!(
-        error.message.contains("not callable by name here"),
-        "{}",
-        error.message
-    );
+    let outcome = rt.block_on(tools.handle("no_such_tool", &json!({})));
+    let message = failure(&outcome).1;
+    assert!(message.contains("not callable by name here"), "{message}");
 }
 
 #[test]
 fn auto_exposes_small_catalogs_directly_and_defers_large_ones() {
-    let small = gateway_of(long_tools(10));
-    let surface = Surface::build(&small, &options(Mode::Auto)).unwrap();
-    assert_eq!(surface.mode, Mode::Direct);
-    assert_eq!(surface.tools.len(), 10);
+    let rt = rt();
+    let mode_of = |config: Config, context: Option<usize>| {
+        build(&rt, long_tools(10), Policy::allow_all(), config, context)
+            .unwrap()
+            .mode()
+    };
+    let small = surface_of(&rt, long_tools(10), options(Mode::Auto));
+    assert_eq!(small.mode(), Mode::Direct);
+    assert_eq!(small.tool_definitions().len(), 10);
 
-    let large = gateway_of(long_tools(500));
-    let surface = Surface::build(&large, &options(Mode::Auto)).unwrap();
-    assert_eq!(surface.mode, Mode::Code, "the default deferred mode");
-    assert_eq!(surface.auto.as_ref().unwrap().tools, 500);
+    let large = surface_of(&rt, long_tools(500), options(Mode::Auto));
+    assert_eq!(large.mode(), Mode::Code, "the default deferred mode");
+    assert_eq!(large.surface().auto.as_ref().unwrap().tools, 500);
 
     // The boundary follows the settings: tool count…
     let mut opts = options(Mode::Auto);
-    opts.config.auto_max_tools = 10;
-    opts.config.auto_deferred_mode = Mode::Tools;
-    assert_eq!(Surface::build(&small, &opts).unwrap().mode, Mode::Direct);
-    opts.config.auto_max_tools = 9;
-    assert_eq!(Surface::build(&small, &opts).unwrap().mode, Mode::Tools);
+    opts.auto_max_tools = 10;
+    opts.auto_deferred_mode = Mode::Tools;
+    assert_eq!(mode_of(opts.clone(), None), Mode::Direct);
+    opts.auto_max_tools = 9;
+    assert_eq!(mode_of(opts, None), Mode::Tools);
     // …and estimated schema tokens, including the context budget.
-    let tokens = Surface::build(&small, &options(Mode::Auto))
-        .unwrap()
-        .auto
-        .unwrap()
-        .schema_tokens;
+    let tokens = small.surface().auto.as_ref().unwrap().schema_tokens;
     let mut opts = options(Mode::Auto);
-    opts.config.auto_max_schema_tokens = tokens;
-    assert_eq!(Surface::build(&small, &opts).unwrap().mode, Mode::Direct);
-    opts.config.auto_max_schema_tokens = tokens - 1;
-    assert_ne!(Surface::build(&small, &opts).unwrap().mode, Mode::Direct);
-    let mut opts = options(Mode::Auto);
-    opts.context_tokens = Some(tokens * 10 - 10);
-    assert_ne!(Surface::build(&small, &opts).unwrap().mode, Mode::Direct);
+    opts.auto_max_schema_tokens = tokens;
+    assert_eq!(mode_of(opts.clone(), None), Mode::Direct);
+    opts.auto_max_schema_tokens = tokens - 1;
+    assert_ne!(mode_of(opts, None), Mode::Direct);
+    assert_ne!(
+        mode_of(options(Mode::Auto), Some(tokens * 10 - 10)),
+        Mode::Direct
+    );
 }
 
 #[test]
 fn code_mode_falls_back_to_tools_and_says_why() {
-    let gateway = gateway_of(small_catalog());
-    let mut opts = options(Mode::Code);
-    opts.code = CodeAvailability::Unavailable("worker could not start: exec failed".into());
-    let surface = Surface::build(&gateway, &opts).unwrap();
+    let rt = rt();
+    let log = toolsearch::SessionLog::in_memory();
+    let session = rt
+        .block_on(
+            Session::builder(options(Mode::Code))
+                .catalog(CatalogSnapshot::build(small_catalog()))
+                .worker_binary("/nonexistent/toolsearch")
+                .session_log(log.clone())
+                .build(),
+        )
+        .unwrap();
+    let surface = session.surface();
     assert_eq!(surface.mode, Mode::Tools);
     assert_eq!(surface.requested_mode, Mode::Code);
-    assert!(surface.fallback.as_deref().unwrap().contains("exec failed"));
+    let fallback = surface.fallback.as_deref().unwrap();
+    assert!(
+        fallback.starts_with("code mode is unavailable here (")
+            && fallback.contains("/nonexistent/toolsearch"),
+        "{fallback}"
+    );
     assert!(surface.tools.iter().any(|t| t.name == "tool_search"));
     assert!(!surface.tools.iter().any(|t| t.name == "tool_search_code"));
+    assert!(!session.has_sandbox());
+    // run_start first, then the fallback record.
+    let kinds: Vec<String> = log
+        .lines()
+        .iter()
+        .map(|r| r["type"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(kinds, ["run_start", "code_fallback"]);
 }
 
 #[test]
@@ -476,13 +487,17 @@ fn client_tool_names_may_not_collide_with_catalog_names() {
     let mut clash = Descriptor::new(Source::Client, "app", "send_email");
     clash.executor = Executor::Client;
     tools.push(clash);
-    let error = Surface::build(&gateway_of(tools), &options(Mode::Directory)).unwrap_err();
+    let error = build(
+        &rt(),
+        tools,
+        Policy::allow_all(),
+        options(Mode::Directory),
+        None,
+    )
+    .unwrap_err();
     assert_eq!(
-        error,
-        SurfaceError::ClientNameCollision {
-            client: "client:client:send_email".into(),
-            catalog: "plugin:mail:send_email".into()
-        }
+        error.to_string(),
+        "client tool \"client:client:send_email\" has the same name as catalog tool \"plugin:mail:send_email\"; client tool names must not collide with catalog names"
     );
 }
 
@@ -498,34 +513,26 @@ fn lenient_names_hydrate_and_ambiguous_names_list_allowed_candidates() {
             .description("Create an Exchange event"),
     ));
     let policy = Policy::from_json(&json!({"agent": {"deny": ["plugin:exchange:*"]}})).unwrap();
-    let gateway = Gateway::builder(CatalogSnapshot::build(tools))
-        .policy(policy)
-        .build()
-        .unwrap();
-    let surface = Surface::build(&gateway, &options(Mode::Directory)).unwrap();
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
+    let rt = rt();
+    let session = build(&rt, tools, policy, options(Mode::Directory), None).unwrap();
     rt.block_on(async {
-        let ambiguous = surface.dispatch(&gateway, "create_event", &json!({})).await;
-        let Dispatch::Outcome(CallOutcome::Failed(error)) = ambiguous else { panic!("{ambiguous:?}") };
-        assert_eq!(error.kind, ErrorKind::Ambiguous);
+        let ambiguous = session.handle("create_event", &json!({})).await;
+        let (kind, message) = failure(&ambiguous);
+        assert_eq!(kind, ErrorKind::Ambiguous);
         assert_eq!(
-            error.message,
-            "\"create_event\" is ambiguous: it matches 2 tools: \"plugin:calendar:create_event\", \"plugin:outlook:create_event\". Use the exact id."
+            message,
+            "\"create_event\" is ambiguous: it matches 2 tools: \"plugin:calendar:create_event\", \"plugin:outlook:create_event\". Call tool_call again with one exact id from the list."
         );
         // The dotted and `__` forms reach one tool and hydrate through validation.
         for name in ["outlook.create_event", "outlook__create_event"] {
-            let outcome = surface.dispatch(&gateway, name, &json!({})).await;
-            let Dispatch::Outcome(CallOutcome::Done(envelope)) = outcome else { panic!("{name}: {outcome:?}") };
-            assert_eq!(envelope.tool.id, "plugin:outlook:create_event");
+            let outcome = session.handle(name, &json!({})).await;
+            let Reply::Ok(envelope) = outcome else { panic!("{name}: {outcome:?}") };
+            assert_eq!(envelope["tool"]["id"], "plugin:outlook:create_event");
         }
         // A denied tool's name answers like an unknown one.
-        let denied = surface.dispatch(&gateway, "exchange__create_event", &json!({})).await;
-        let never = surface.dispatch(&gateway, "nowhere__create_event", &json!({})).await;
-        let (Dispatch::Outcome(CallOutcome::Failed(a)), Dispatch::Outcome(CallOutcome::Failed(b))) = (denied, never) else { panic!() };
-        assert_eq!(a.kind, b.kind);
-        assert_eq!(a.message.replace("exchange", "X"), b.message.replace("nowhere", "X"));
+        let denied = failure(&session.handle("exchange__create_event", &json!({})).await);
+        let never = failure(&session.handle("nowhere__create_event", &json!({})).await);
+        assert_eq!(denied.0, never.0);
+        assert_eq!(denied.1.replace("exchange", "X"), never.1.replace("nowhere", "X"));
     });
 }

@@ -6,7 +6,7 @@ use std::sync::atomic::Ordering;
 use super::support::Harness;
 use pretty_assertions::assert_eq;
 use serde_json::json;
-use toolsearch::sandbox::{BridgeOp, Outcome};
+use toolsearch::{BridgeOp, Outcome};
 
 #[tokio::test]
 async fn arguments_cross_exactly_as_passed() {

@@ -7,7 +7,7 @@ use std::sync::atomic::Ordering;
 use super::support::{Harness, short};
 use pretty_assertions::assert_eq;
 use serde_json::json;
-use toolsearch::sandbox::{LimitKind, Limits, Outcome};
+use toolsearch::{LimitKind, Limits, Outcome};
 
 /// Runs `code`, expects `Outcome::Ok` with `value`, then a normal cell, then a clean shutdown.
 async fn expect_value(code: &str, value: serde_json::Value) {
@@ -36,11 +36,7 @@ async fn expect_js_error(code: &str, prefix: &str) {
     h.finish().await;
 }
 
-async fn expect_outcome(
-    limits: Limits,
-    code: &str,
-    outcome: Outcome,
-) -> toolsearch::sandbox::CellResult {
+async fn expect_outcome(limits: Limits, code: &str, outcome: Outcome) -> toolsearch::CellResult {
     let h = Harness::with(2, limits).await;
     let r = h.run(code).await;
     assert_eq!(r.outcome, outcome, "{r:#?}");

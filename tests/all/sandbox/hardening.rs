@@ -6,7 +6,7 @@ use std::time::Duration;
 use super::support::{BIN, Harness, start_time, status_field};
 use pretty_assertions::assert_eq;
 use serde_json::json;
-use toolsearch::sandbox::{ALLOWED_SYSCALLS, Limits, Outcome, Supervisor, SupervisorConfig};
+use toolsearch::{ALLOWED_SYSCALLS, Limits, Outcome, Supervisor, SupervisorConfig};
 
 async fn ready_harness() -> (Harness, Vec<u32>) {
     let h = Harness::new().await;
@@ -304,14 +304,11 @@ async fn worker_killed_while_idle_is_skipped() {
 
 #[tokio::test]
 async fn unstartable_worker_binary_fails_at_start() {
-    let mut config = toolsearch::sandbox::SupervisorConfig::new("/nonexistent/toolsearch");
+    let mut config = toolsearch::SupervisorConfig::new("/nonexistent/toolsearch");
     config.limits = Limits::default();
-    let err = toolsearch::sandbox::Supervisor::start(config)
-        .await
-        .err()
-        .unwrap();
+    let err = toolsearch::Supervisor::start(config).await.err().unwrap();
     assert!(
-        matches!(err, toolsearch::sandbox::SandboxError::ZygoteSpawn { .. }),
+        matches!(err, toolsearch::SandboxError::ZygoteSpawn { .. }),
         "{err}"
     );
 }

@@ -7,7 +7,7 @@ use std::time::Duration;
 use super::support::{Harness, short};
 use pretty_assertions::assert_eq;
 use serde_json::json;
-use toolsearch::sandbox::{CellOptions, LimitKind, Limits, LogLevel, LogLine, Outcome};
+use toolsearch::{CellOptions, LimitKind, Limits, LogLevel, LogLine, Outcome};
 
 fn timeout(ms: u64) -> CellOptions {
     CellOptions {

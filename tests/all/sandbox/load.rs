@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 use super::support::Harness;
 use pretty_assertions::assert_eq;
 use serde_json::json;
-use toolsearch::sandbox::{CellOptions, Outcome};
+use toolsearch::{CellOptions, Outcome};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_hundred_cells_at_once() {

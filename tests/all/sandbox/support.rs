@@ -8,8 +8,8 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use toolsearch::sandbox::{
-    Bridge, BridgeOp, CellOptions, CellResult, Limits, Supervisor, SupervisorConfig,
+use toolsearch::{
+    Bridge, BridgeError, BridgeOp, CellOptions, CellResult, Limits, Supervisor, SupervisorConfig,
 };
 
 /// The worker binary built by cargo for these tests.
@@ -60,7 +60,7 @@ pub fn hits() -> Value {
 
 #[async_trait::async_trait]
 impl Bridge for TestBridge {
-    async fn invoke(&self, op: BridgeOp, args: Value) -> Result<Value, String> {
+    async fn invoke(&self, op: BridgeOp, args: Value) -> Result<Value, BridgeError> {
         self.calls.fetch_add(1, Ordering::SeqCst);
         self.log.lock().unwrap().push((op, args.clone()));
         let now = self.inflight.fetch_add(1, Ordering::SeqCst) + 1;
@@ -69,7 +69,7 @@ impl Bridge for TestBridge {
             bridge: self,
             done: false,
         };
-        let out = self.answer(op, args).await;
+        let out = self.answer(op, args).await.map_err(BridgeError::from);
         flight.done = true;
         out
     }
@@ -170,7 +170,7 @@ impl Harness {
             .await;
         assert_eq!(
             r.outcome,
-            toolsearch::sandbox::Outcome::Ok,
+            toolsearch::Outcome::Ok,
             "follow-up cell failed: {:?}",
             r
         );

@@ -1,11 +1,14 @@
+//! Batch search rules and the response budget, on the parser and runner directly.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use crate::SearchIndex;
+use crate::SearchLimits;
+use crate::search::batch::{self, BATCH_BUDGET_CHARS, QuerySpec, Request, Response};
+use crate::{Authorized, Policy};
+use crate::{CatalogSnapshot, Descriptor, Source};
 use pretty_assertions::assert_eq;
 use proptest::prelude::*;
 use serde_json::{Value, json};
-use toolsearch::catalog::{CatalogSnapshot, Descriptor, Source};
-use toolsearch::config::SearchLimits;
-use toolsearch::policy::{Authorized, Policy};
-use toolsearch::search::SearchIndex;
-use toolsearch::search::batch::{self, BATCH_BUDGET_CHARS, QuerySpec, Request, Response};
 
 fn limits() -> SearchLimits {
     SearchLimits::default()

@@ -1,0 +1,600 @@
+//! One run of the gateway, as every entry point sees it: a [`Session`] (SPEC R-8.6, R-9, R-10,
+//! R-11).
+//!
+//! Owns: applying a resolved [`Config`] — the only place that reads its values — to the three
+//! parts of a run: the [`Gateway`] (search limits, run context, hooks, approvals, session log),
+//! the [`Surface`] (mode resolved, `auto` decided, code fallback applied) and, when the surface
+//! is in code mode, the sandbox [`Supervisor`] (code timeout and memory limit); the order of the
+//! run's first records (`run_start`, then `auto_decision` / `code_fallback`); the [`Reply`] the
+//! model sees for each of its tool calls; and `run_end`.
+//!
+//! Adapters (the CLI commands, the MCP server, the agent loop) build a session and render its
+//! answers; none of them builds a gateway, surface or supervisor, or reads a config value.
+//! A model's call flows adapter → [`Session::handle`] → surface → gateway → tool.
+//!
+//! Never does: parse configuration files (see `config`), talk to a provider or a client, or
+//! decide what a call does (the gateway) or what the model sees (the surface).
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+use crate::catalog::{CatalogSnapshot, FailureKind};
+use crate::config::{Config, Mode};
+use crate::gateway::{
+    ApprovalHandler, BeforeToolCall, CallError, CallOutcome, ClientCall, ErrorKind, Gateway,
+    GatewayError, GatewaySettings, RunContext,
+};
+use crate::policy::Policy;
+use crate::sandbox::{Bridge, CellResult, Limits, Outcome, Supervisor, SupervisorConfig};
+use crate::search::{Hit, IndexCache, RankedHit};
+use crate::surface::{
+    CodeAvailability, Dispatch, Format, PromptSection, Surface, SurfaceError, SurfaceOptions,
+    ToolDefinition,
+};
+use crate::telemetry::SessionLog;
+
+/// What the model sees for one of its tool calls.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Reply {
+    /// Success: exactly the JSON the model reads (search hits, a description, a call's
+    /// envelope `{tool, result}`, a code cell's `{ok: true, value, logs, telemetry}`).
+    Ok(Value),
+    /// Failure: exactly the JSON the model reads (`{"error": {kind, message}}`, or a failed
+    /// cell's `{ok: false, error, logs, telemetry}`) and what kind of failure it is.
+    Failed {
+        /// The coarse kind (adapters map it: MCP errors, reply flags).
+        kind: FailureKind,
+        /// The gateway's own kind, when the failure came from the call path.
+        error: Option<ErrorKind>,
+        /// The JSON the model reads.
+        body: Value,
+    },
+    /// A client tool: the application runs it, then reports back with
+    /// [`Session::complete_client_call`]. Never executed by the gateway.
+    ClientCall(ClientCall),
+}
+
+impl Reply {
+    /// Whether the model should read this as an error.
+    pub fn is_error(&self) -> bool {
+        matches!(self, Reply::Failed { .. })
+    }
+
+    /// The JSON the model reads (for a client call: `{"client_call": {call_id, tool, args}}`).
+    pub fn body(&self) -> Value {
+        match self {
+            Reply::Ok(body) | Reply::Failed { body, .. } => body.clone(),
+            Reply::ClientCall(call) => json!({"client_call": call}),
+        }
+    }
+
+    /// The body as compact JSON text (what goes into a provider's tool-result message).
+    pub fn text(&self) -> String {
+        match self {
+            Reply::Ok(body) | Reply::Failed { body, .. } => body.to_string(),
+            Reply::ClientCall(_) => self.body().to_string(),
+        }
+    }
+
+    fn error(error: CallError) -> Reply {
+        Reply::Failed {
+            kind: error.failure_kind(),
+            error: Some(error.kind),
+            body: error.to_json(),
+        }
+    }
+
+    fn cell(result: &CellResult) -> Reply {
+        if result.outcome.is_ok() {
+            Reply::Ok(result.to_json())
+        } else {
+            Reply::Failed {
+                kind: cell_failure_kind(&result.outcome),
+                error: None,
+                body: result.to_json(),
+            }
+        }
+    }
+}
+
+/// The coarse kind of a failed cell.
+fn cell_failure_kind(outcome: &Outcome) -> FailureKind {
+    match outcome {
+        Outcome::Timeout => FailureKind::Timeout,
+        Outcome::SeccompViolation => FailureKind::Blocked,
+        Outcome::LimitExceeded {
+            limit: crate::sandbox::LimitKind::CodeBytes,
+        } => FailureKind::BadArguments,
+        Outcome::Ok | Outcome::JsError { .. } | Outcome::Memory | Outcome::LimitExceeded { .. } => {
+            FailureKind::ToolFailed
+        }
+        Outcome::KilledBySignal { .. }
+        | Outcome::ProtocolError { .. }
+        | Outcome::WorkerSetupFailure { .. } => FailureKind::Internal,
+    }
+}
+
+impl From<Dispatch> for Reply {
+    fn from(dispatch: Dispatch) -> Reply {
+        match dispatch {
+            Dispatch::Result(value) => Reply::Ok(value),
+            Dispatch::Done(envelope) => Reply::Ok(envelope.to_json()),
+            Dispatch::ClientCall(call) => Reply::ClientCall(call),
+            Dispatch::Cell(result) => Reply::cell(&result),
+            Dispatch::Failed(error) => Reply::error(error),
+        }
+    }
+}
+
+/// A session that cannot be built (bad model input never gets here; this is set-up).
+#[derive(Debug, thiserror::Error)]
+pub enum SessionError {
+    /// The gateway (its search index) could not be built.
+    #[error(transparent)]
+    Gateway(#[from] GatewayError),
+    /// The surface could not be built (e.g. a client tool name collides with a catalog name).
+    #[error(transparent)]
+    Surface(#[from] SurfaceError),
+}
+
+/// Builds a [`Session`]. Every part has a safe default: an empty catalog, an allow-all policy,
+/// no hooks, no approval handler (tools that require approval are denied), a discarding log.
+pub struct SessionBuilder {
+    config: Config,
+    mode: Option<Mode>,
+    snapshot: Option<CatalogSnapshot>,
+    policy: Policy,
+    run: RunContext,
+    hooks: Vec<Arc<dyn BeforeToolCall>>,
+    approvals: Option<Arc<dyn ApprovalHandler>>,
+    log: SessionLog,
+    context_tokens: Option<usize>,
+    worker_binary: Option<PathBuf>,
+    warm_pool: Option<usize>,
+    index_cache: Option<Arc<IndexCache>>,
+}
+
+impl SessionBuilder {
+    /// The catalog snapshot of the run.
+    pub fn catalog(mut self, snapshot: CatalogSnapshot) -> Self {
+        self.snapshot = Some(snapshot);
+        self
+    }
+
+    /// The effective policy (R-2).
+    pub fn policy(mut self, policy: Policy) -> Self {
+        self.policy = policy;
+        self
+    }
+
+    /// Overrides the configured mode (e.g. the CLI's `--mode`, or `exec`, which always runs code).
+    pub fn mode(mut self, mode: Mode) -> Self {
+        self.mode = Some(mode);
+        self
+    }
+
+    /// Who runs (agent, sandbox and session ids). The profile defaults to the config's.
+    pub fn run(mut self, run: RunContext) -> Self {
+        self.run = run;
+        self
+    }
+
+    /// Adds a `before_tool_call` hook (run in the order added).
+    pub fn hook(mut self, hook: Arc<dyn BeforeToolCall>) -> Self {
+        self.hooks.push(hook);
+        self
+    }
+
+    /// Sets the approval handler (without one, tools that require approval are denied).
+    pub fn approvals(mut self, handler: Arc<dyn ApprovalHandler>) -> Self {
+        self.approvals = Some(handler);
+        self
+    }
+
+    /// Sets the session log (R-11.2).
+    pub fn session_log(mut self, log: SessionLog) -> Self {
+        self.log = log;
+        self
+    }
+
+    /// The provider's context window in tokens (bounds the directory and `auto`, R-9.2, R-9.6).
+    pub fn context_tokens(mut self, tokens: Option<usize>) -> Self {
+        self.context_tokens = tokens;
+        self
+    }
+
+    /// The binary that runs sandbox workers: one whose `main` calls
+    /// [`sandbox::dispatch_role`](crate::dispatch_role) first. Default: the current executable.
+    pub fn worker_binary(mut self, path: impl Into<PathBuf>) -> Self {
+        self.worker_binary = Some(path.into());
+        self
+    }
+
+    /// Ready sandbox workers kept warm in code mode (default 2; 0 forks each cell on demand,
+    /// which suits a run of one cell).
+    pub fn warm_pool(mut self, workers: usize) -> Self {
+        self.warm_pool = Some(workers);
+        self
+    }
+
+    /// Shares an index cache with other sessions (indexes are per snapshot and policy).
+    pub fn index_cache(mut self, cache: Arc<IndexCache>) -> Self {
+        self.index_cache = Some(cache);
+        self
+    }
+
+    /// Builds the run: the gateway, the sandbox when code mode may be chosen (probed, R-8.6),
+    /// the surface, then `run_start` and the `auto` / fallback records, in that order.
+    pub async fn build(self) -> Result<Session, SessionError> {
+        let mut config = self.config;
+        if let Some(mode) = self.mode {
+            config.mode = mode;
+        }
+        let mut run = self.run;
+        if run.profile.is_none() {
+            run.profile = Some(config.profile.as_str().to_string());
+        }
+        let snapshot = self
+            .snapshot
+            .unwrap_or_else(|| CatalogSnapshot::build(Vec::new()));
+        let mut gateway = Gateway::builder(snapshot)
+            .policy(self.policy)
+            .run(run)
+            .settings(GatewaySettings {
+                search_limits: config.search_limits,
+                ..GatewaySettings::default()
+            })
+            .session_log(self.log)
+            .defer_run_start();
+        for hook in self.hooks {
+            gateway = gateway.hook(hook);
+        }
+        if let Some(approvals) = self.approvals {
+            gateway = gateway.approvals(approvals);
+        }
+        if let Some(cache) = self.index_cache {
+            gateway = gateway.index_cache(cache);
+        }
+        let gateway = gateway.build()?;
+
+        let might_run_code = config.mode == Mode::Code
+            || (config.mode == Mode::Auto && config.auto_deferred_mode == Mode::Code);
+        let (supervisor, code) = if might_run_code {
+            start_sandbox(&config, self.worker_binary, self.warm_pool).await
+        } else {
+            (None, CodeAvailability::Available)
+        };
+        let surface = match Surface::build(
+            &gateway.view(),
+            &SurfaceOptions {
+                config: config.clone(),
+                context_tokens: self.context_tokens,
+                code,
+            },
+        ) {
+            Ok(surface) => surface,
+            Err(error) => {
+                if let Some(supervisor) = supervisor {
+                    supervisor.shutdown().await;
+                }
+                return Err(error.into());
+            }
+        };
+        gateway.start_run(surface.schemas_visible_up_front());
+        surface.record_decisions(&gateway);
+        let supervisor = match supervisor {
+            Some(supervisor) if surface.mode == Mode::Code => Some(supervisor),
+            Some(unused) => {
+                unused.shutdown().await;
+                None
+            }
+            None => None,
+        };
+        Ok(Session {
+            inner: Arc::new(Inner {
+                config,
+                gateway,
+                surface,
+                supervisor,
+                finished: AtomicBool::new(false),
+            }),
+        })
+    }
+}
+
+/// Starts the run's sandbox with the config's limits and probes it (R-8.6).
+async fn start_sandbox(
+    config: &Config,
+    worker_binary: Option<PathBuf>,
+    warm_pool: Option<usize>,
+) -> (Option<Supervisor>, CodeAvailability) {
+    let binary = match worker_binary {
+        Some(path) => path,
+        None => match std::env::current_exe() {
+            Ok(path) => path,
+            Err(error) => {
+                return (
+                    None,
+                    CodeAvailability::Unavailable(format!(
+                        "cannot locate the worker binary: {error}"
+                    )),
+                );
+            }
+        },
+    };
+    let mut supervisor_config = SupervisorConfig::new(binary);
+    supervisor_config.limits = Limits {
+        code_timeout: config.code_timeout,
+        memory_limit_bytes: usize::try_from(config.memory_limit_bytes).unwrap_or(usize::MAX),
+        ..Limits::default()
+    };
+    if let Some(pool) = warm_pool {
+        supervisor_config.pool_size = pool;
+    }
+    let supervisor = match Supervisor::start(supervisor_config).await {
+        Ok(supervisor) => supervisor,
+        Err(error) => return (None, CodeAvailability::Unavailable(error.to_string())),
+    };
+    match supervisor.probe().await {
+        Ok(()) => (Some(supervisor), CodeAvailability::Available),
+        Err(error) => {
+            supervisor.shutdown().await;
+            (None, CodeAvailability::Unavailable(error.to_string()))
+        }
+    }
+}
+
+struct Inner {
+    config: Config,
+    gateway: Gateway,
+    surface: Surface,
+    supervisor: Option<Supervisor>,
+    finished: AtomicBool,
+}
+
+/// One run: what the model is shown and what answers its calls. Cheap to clone; clones share
+/// the run (an MCP server handles concurrent requests on clones).
+///
+/// ```
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), toolsearch::SessionError> {
+/// use std::sync::Arc;
+/// use serde_json::json;
+/// use toolsearch::{CatalogSnapshot, Config, Descriptor, FnTool, Format, Mode, Session};
+/// use toolsearch::{Source, ToolOutput};
+///
+/// let echo = Descriptor::new(Source::Plugin, "demo", "echo")
+///     .description("Echo a message back")
+///     .input_schema(json!({"type": "object", "properties": {"text": {"type": "string"}},
+///                          "required": ["text"]}))
+///     .tool(Arc::new(FnTool(|_ctx, args| async move { Ok(ToolOutput::json(args)) })));
+/// let session = Session::builder(Config::default())
+///     .mode(Mode::Tools)
+///     .catalog(CatalogSnapshot::build([echo]))
+///     .build()
+///     .await?;
+///
+/// // The provider gets three compact controls instead of every schema.
+/// assert_eq!(session.tools(Format::OpenAi).as_array().map(Vec::len), Some(3));
+///
+/// let hits = session.handle("tool_search", &json!({"query": "echo message"})).await;
+/// assert_eq!(hits.body()[0]["id"], "plugin:demo:echo");
+///
+/// let reply = session
+///     .handle("tool_call", &json!({"id": "plugin:demo:echo", "args": {"text": "hi"}}))
+///     .await;
+/// assert_eq!(reply.body()["result"]["details"]["text"], "hi");
+///
+/// let wrong = session.handle("tool_call", &json!({"id": "plugin:demo:echo", "args": {}})).await;
+/// assert!(wrong.is_error()); // "missing required property text", with the expected signature
+///
+/// let telemetry = session.finish().await; // writes run_end
+/// assert_eq!(telemetry["counters"]["calls"], 2);
+/// # Ok(())
+/// # }
+/// ```
+#[derive(Clone)]
+pub struct Session {
+    inner: Arc<Inner>,
+}
+
+impl std::fmt::Debug for Session {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Session")
+            .field("run_id", &self.inner.gateway.run().run_id)
+            .field("mode", &self.inner.surface.mode)
+            .field("sandbox", &self.inner.supervisor.is_some())
+            .finish()
+    }
+}
+
+impl Session {
+    /// A session over `config` (resolved, clamps already reported).
+    pub fn builder(config: Config) -> SessionBuilder {
+        SessionBuilder {
+            config,
+            mode: None,
+            snapshot: None,
+            policy: Policy::allow_all(),
+            run: RunContext::default(),
+            hooks: Vec::new(),
+            approvals: None,
+            log: SessionLog::discard(),
+            context_tokens: None,
+            worker_binary: None,
+            warm_pool: None,
+            index_cache: None,
+        }
+    }
+
+    /// The mode in force (after `auto` and the code fallback).
+    pub fn mode(&self) -> Mode {
+        self.inner.surface.mode
+    }
+
+    /// The resolved configuration the run applies.
+    pub fn config(&self) -> &Config {
+        &self.inner.config
+    }
+
+    /// The run id.
+    pub fn run_id(&self) -> &str {
+        &self.inner.gateway.run().run_id
+    }
+
+    /// The surface: declared tools, prompt sections, the `auto` decision and fallback.
+    pub fn surface(&self) -> &Surface {
+        &self.inner.surface
+    }
+
+    /// The declared tool definitions.
+    pub fn tool_definitions(&self) -> &[ToolDefinition] {
+        &self.inner.surface.tools
+    }
+
+    /// The tool definitions in a provider's format.
+    pub fn tools(&self, format: Format) -> Value {
+        self.inner.surface.tools_json(format)
+    }
+
+    /// The system-prompt sections this run adds (byte-stable for a snapshot, R-9.2).
+    pub fn prompt_sections(&self) -> &[PromptSection] {
+        &self.inner.surface.prompt
+    }
+
+    /// The system-prompt text this run adds (empty in direct mode).
+    pub fn system_prompt(&self) -> String {
+        self.inner.surface.system_prompt()
+    }
+
+    /// Whether this run can execute code cells (code mode with a working sandbox).
+    pub fn has_sandbox(&self) -> bool {
+        self.inner.supervisor.is_some()
+    }
+
+    /// Answers one model tool call by its provider name: a control, a declared tool, a hidden
+    /// catalog name in directory mode (hydration), or a code cell. Never fails: every problem is
+    /// a [`Reply::Failed`] worded for the controls the model has.
+    pub async fn handle(&self, name: &str, arguments: &Value) -> Reply {
+        let inner = &self.inner;
+        inner
+            .surface
+            .dispatch(&inner.gateway, inner.supervisor.as_ref(), name, arguments)
+            .await
+            .into()
+    }
+
+    /// `tool_search` whatever the mode (CLI and embedders): `{query, limit?}` or `{queries}`.
+    pub fn search(&self, arguments: &Value) -> Reply {
+        match self.inner.gateway.search(arguments) {
+            Ok(value) => Reply::Ok(value),
+            Err(error) => self.failed(error),
+        }
+    }
+
+    /// One query's ranking with scores and tiers (`toolsearch search --explain`).
+    pub fn explain(
+        &self,
+        query: &str,
+        limit: Option<&Value>,
+    ) -> Result<Vec<(Hit, RankedHit)>, Reply> {
+        self.inner
+            .gateway
+            .explain(query, limit)
+            .map_err(|error| self.failed(error))
+    }
+
+    /// `tool_describe` whatever the mode: `{id}` or an id string.
+    pub fn describe(&self, arguments: &Value) -> Reply {
+        match self.inner.gateway.describe(arguments) {
+            Ok(value) => Reply::Ok(value),
+            Err(error) => self.failed(error),
+        }
+    }
+
+    /// `tool_call` whatever the mode: `{id, args}` in any shape the gateway accepts.
+    pub async fn call(&self, request: &Value) -> Reply {
+        match self.inner.gateway.call(request).await {
+            CallOutcome::Done(envelope) => Reply::Ok(envelope.to_json()),
+            CallOutcome::ClientCallRequired(call) => Reply::ClientCall(call),
+            CallOutcome::Failed(error) => self.failed(error),
+        }
+    }
+
+    /// Runs one code cell (`timeout` overrides `codeTimeoutMs` for it, clamped). Without a
+    /// sandbox (not code mode, or the probe failed) the result is a `worker_setup_failure`
+    /// naming why.
+    pub async fn run_cell(&self, code: &str, timeout: Option<Duration>) -> CellResult {
+        let inner = &self.inner;
+        match &inner.supervisor {
+            Some(supervisor) => {
+                inner
+                    .surface
+                    .run_cell(supervisor, &inner.gateway, code, timeout)
+                    .await
+            }
+            None => CellResult::failed(
+                Outcome::WorkerSetupFailure {
+                    detail: match &inner.surface.fallback {
+                        Some(reason) => reason.clone(),
+                        None => format!("this run is in {} mode, not code mode", self.mode()),
+                    },
+                },
+                Default::default(),
+            ),
+        }
+    }
+
+    /// The bridge this run's code cells use (the gateway's call path, errors worded for
+    /// `openclaw.tools.*`): for benchmarks and embedders that drive a sandbox of their own.
+    pub fn bridge(&self) -> Arc<dyn Bridge> {
+        Arc::new(self.inner.surface.cell_bridge(&self.inner.gateway))
+    }
+
+    /// Completes a client call handed out as [`Reply::ClientCall`] with the application's
+    /// result (`Ok(details)`) or failure message.
+    pub fn complete_client_call(&self, call_id: &str, result: Result<Value, String>) -> Reply {
+        match self.inner.gateway.complete_client_call(call_id, result) {
+            CallOutcome::Done(envelope) => Reply::Ok(envelope.to_json()),
+            CallOutcome::ClientCallRequired(call) => Reply::ClientCall(call),
+            CallOutcome::Failed(error) => self.failed(error),
+        }
+    }
+
+    /// Marks the MCP server `server` as down: its tools answer with R-7.8's outage message
+    /// (naming the server, telling the model not to retry) until [`Session::mark_server_up`].
+    pub fn mark_server_down(&self, server: &str, reason: &str) {
+        self.inner.gateway.mark_server_failed(server, reason);
+    }
+
+    /// Clears an outage recorded by [`Session::mark_server_down`].
+    pub fn mark_server_up(&self, server: &str) {
+        self.inner.gateway.mark_server_recovered(server);
+    }
+
+    /// The run's telemetry so far (R-11.1).
+    pub fn telemetry(&self) -> Value {
+        self.inner.gateway.telemetry()
+    }
+
+    /// Ends the run: writes `run_end` and stops the sandbox (killing and reaping every worker).
+    /// Returns the run's telemetry. Idempotent; later cells fail with `worker_setup_failure`.
+    pub async fn finish(&self) -> Value {
+        let inner = &self.inner;
+        if !inner.finished.swap(true, Ordering::AcqRel) {
+            inner.gateway.finish();
+            if let Some(supervisor) = &inner.supervisor {
+                supervisor.shutdown().await;
+            }
+        }
+        inner.gateway.telemetry()
+    }
+
+    fn failed(&self, error: CallError) -> Reply {
+        Reply::error(self.inner.surface.guidance().reword(error))
+    }
+}
