@@ -603,3 +603,55 @@ pub async fn run_node_cell(
     let _ = child.wait().await;
     Ok((dt, value))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sandbox::outcome::CallPhases;
+
+    fn cell(compile: f64, hops: &[f64], cpus: (Option<u32>, Option<u32>)) -> CellPhases {
+        CellPhases {
+            compile_us: compile,
+            calls: hops
+                .iter()
+                .map(|&h| CallPhases {
+                    hops_us: h,
+                    ..CallPhases::default()
+                })
+                .collect(),
+            host_cpu: cpus.0,
+            worker_cpu: cpus.1,
+            ..CellPhases::default()
+        }
+    }
+
+    #[test]
+    fn phase_medians_are_per_cell_and_per_call() {
+        assert_eq!(PhaseMedians::of(&[]), None);
+        let cells = [
+            cell(10.0, &[1.0, 2.0, 3.0], (Some(0), Some(0))),
+            cell(30.0, &[4.0], (Some(0), Some(1))),
+            cell(20.0, &[5.0, 6.0, 7.0], (None, Some(1))),
+        ];
+        let m = PhaseMedians::of(&cells).unwrap_or_else(|| panic!("traced cells"));
+        // Per cell: the median of 10, 30, 20.
+        assert_eq!(m.compile_us, 20.0);
+        // Per call: the median of the seven calls' hops.
+        assert_eq!(m.call_hops_us, 4.0);
+        // Only the cells whose two CPUs are known count: one of two shared its CPU.
+        assert_eq!(m.same_cpu_share, Some(0.5));
+        let unknown = PhaseMedians::of(&[cell(1.0, &[], (None, None))]);
+        assert_eq!(unknown.and_then(|m| m.same_cpu_share), None);
+    }
+
+    #[test]
+    fn series_percentiles_and_machine_state() {
+        let s = Series::from_samples((1..=100).map(f64::from).collect());
+        assert_eq!((s.p50_ms, s.p99_ms, s.samples), (50.0, 99.0, 100));
+        let load = load_average();
+        assert!(load.iter().all(|l| *l >= 0.0), "{load:?}");
+        let m = Machine::now(&BenchOptions::default());
+        assert!(m.cpus >= 1);
+        assert_eq!(m.worker_nice, DEFAULT_WORKER_NICE);
+    }
+}

@@ -737,14 +737,13 @@ mod tests {
             // Keep the socket open briefly so the frames are read before EOF.
             std::thread::sleep(Duration::from_millis(50));
         });
-        let worker = ReadyWorker {
+        let mut worker = ReadyWorker {
             process: WorkerProcess::fake(),
             stream: UnixStream::from_std(ours).unwrap_or_else(|e| panic!("{e}")),
             inbuf: Vec::new(),
             ready: None,
         };
         let limits = Limits::default().clamped();
-        let mut worker = worker;
         let r = drive(
             &mut worker,
             "return 1",
@@ -867,5 +866,54 @@ mod tests {
             r.telemetry.bridge_calls, 0,
             "the supervisor counts calls itself"
         );
+    }
+
+    #[test]
+    fn phases_come_from_both_sides_stamps() {
+        let us = 1_000;
+        let host = HostTrace {
+            submit: 100 * us,
+            cpu: Some(0),
+            calls: vec![[260 * us, 390 * us]],
+            done: 470 * us,
+        };
+        let worker = WorkerTrace {
+            run: 150 * us,
+            compiled: 200 * us,
+            calls: vec![[250 * us, 400 * us]],
+            done: 450 * us,
+            cpu: Some(1),
+        };
+        let p = host.phases(&worker);
+        assert_eq!(p.submit_to_running_us, 50.0);
+        assert_eq!(p.compile_us, 50.0);
+        assert_eq!(
+            p.calls,
+            vec![CallPhases {
+                guest_us: 50.0,
+                hops_us: 20.0,
+                host_us: 130.0,
+            }]
+        );
+        assert_eq!(p.tail_us, 50.0);
+        assert_eq!(p.result_to_caller_us, 20.0);
+        assert_eq!((p.host_cpu, p.worker_cpu), (Some(0), Some(1)));
+        // A worker's stamps are untrusted: out of order, they give zeros, never negative figures.
+        let odd = WorkerTrace {
+            run: 1,
+            compiled: 0,
+            calls: vec![[u64::MAX, 0], [0, 0]],
+            done: 0,
+            cpu: None,
+        };
+        let p = host.phases(&odd);
+        assert_eq!(p.submit_to_running_us, 0.0);
+        assert_eq!(p.calls.len(), 2);
+        assert!(
+            p.calls
+                .iter()
+                .all(|c| c.guest_us >= 0.0 && c.hops_us >= 0.0)
+        );
+        assert!(p.tail_us >= 0.0);
     }
 }

@@ -603,6 +603,82 @@ mod tests {
     }
 
     #[test]
+    fn the_cpu_is_read_without_a_syscall_and_matches_the_kernel() {
+        // rdtscp and sched_getcpu agree whenever the thread did not migrate between the reads:
+        // bracket it by two kernel answers and retry until both brackets agree.
+        for _ in 0..1_000 {
+            // SAFETY: sched_getcpu has no preconditions.
+            let before = unsafe { libc::sched_getcpu() };
+            let ours = current_cpu();
+            // SAFETY: as above.
+            let after = unsafe { libc::sched_getcpu() };
+            if before == after && before >= 0 {
+                if let Some(cpu) = ours {
+                    assert_eq!(i64::from(cpu), i64::from(before));
+                }
+                return;
+            }
+        }
+        panic!("the thread migrated between every pair of reads");
+    }
+
+    #[test]
+    fn spin_windows_follow_the_policy() {
+        let window = |when, peer| Spin { when, micros: 70 }.window(peer);
+        let full = std::time::Duration::from_micros(70);
+        assert_eq!(window(PollWhen::Always, None), full);
+        assert_eq!(
+            window(PollWhen::Never, Some(u32::MAX)),
+            std::time::Duration::ZERO
+        );
+        // An unknown peer CPU is never polled for.
+        assert_eq!(
+            window(PollWhen::PeerOnOtherCpu, None),
+            std::time::Duration::ZERO
+        );
+        // A CPU no thread runs on is "another CPU" whenever this thread's is known.
+        let other = if current_cpu().is_some() {
+            full
+        } else {
+            std::time::Duration::ZERO
+        };
+        assert_eq!(window(PollWhen::PeerOnOtherCpu, Some(u32::MAX)), other);
+    }
+
+    #[test]
+    fn frames_without_cpus_or_traces_still_decode() {
+        let run: HostFrame =
+            serde_json::from_str(r#"{"run": {"code": "return 1", "timeout_ms": 5}}"#)
+                .unwrap_or_else(|e| panic!("{e}"));
+        match run {
+            HostFrame::Run(RunCell {
+                trace: false,
+                cpu: None,
+                ..
+            }) => {}
+            other => panic!("{other:?}"),
+        }
+        let ready: WorkerFrame =
+            serde_json::from_str(r#"{"ready": {"pid": 7}}"#).unwrap_or_else(|e| panic!("{e}"));
+        assert!(matches!(ready, WorkerFrame::Ready { pid: 7, cpu: None }));
+        // A trace is checked field by field like the rest of `Done`.
+        let done = |trace: &str| {
+            format!(
+                r#"{{"done": {{"status": "ok", "value": null, "error": null, "logs": [],
+                "logs_dropped": 0, "log_bytes": 0, "bridge_calls": 0, "result_bytes": 0,
+                "trace": {{"run": 1, "compiled": 2, "calls": [[3, 4]], "done": 5, "cpu": 0{trace}}}}}}}"#
+            )
+        };
+        match serde_json::from_str::<WorkerFrame>(&done("")) {
+            Ok(WorkerFrame::Done(Done {
+                trace: Some(trace), ..
+            })) => assert_eq!(trace.calls, vec![[3, 4]]),
+            other => panic!("{other:?}"),
+        }
+        assert!(serde_json::from_str::<WorkerFrame>(&done(r#", "extra": 1"#)).is_err());
+    }
+
+    #[test]
     fn setup_codes_round_trip() {
         for s in SetupStage::ALL {
             assert_eq!(SetupStage::from_code(s.code()), Some(s));

@@ -618,4 +618,20 @@ mod tests {
         send_sync::<CellResult>();
         send_sync::<SupervisorConfig>();
     }
+
+    #[test]
+    fn polling_windows_are_clamped_to_two_milliseconds() {
+        let p = Polling {
+            when: PollWhen::Always,
+            host_window: Duration::from_secs(1),
+            worker_window: Duration::ZERO,
+            ready_window: Duration::from_micros(1_999),
+        }
+        .clamped();
+        assert_eq!(p.when, PollWhen::Always);
+        assert_eq!(p.host_window, Duration::from_millis(2));
+        assert_eq!(p.worker_window, Duration::ZERO);
+        assert_eq!(p.ready_window, Duration::from_micros(1_999));
+        assert_eq!(Polling::default().clamped(), Polling::default());
+    }
 }
