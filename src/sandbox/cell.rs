@@ -28,8 +28,8 @@ use super::outcome::{
     CallPhases, CellPhases, CellResult, CellTelemetry, LimitKind, LogLine, Outcome,
 };
 use super::protocol::{
-    self, Done, DoneStatus, HostFrame, RunCell, SetupStage, Spin, Split, TRACE_CALLS, WorkerFrame,
-    WorkerTrace, mono_ns,
+    self, Done, DoneStatus, HostFrame, PollWhen, RunCell, SetupStage, Spin, Split, TRACE_CALLS,
+    WorkerFrame, WorkerTrace, mono_ns,
 };
 use super::text::{strip_controls, truncate_to};
 
@@ -444,6 +444,16 @@ pub(crate) async fn drive(
             && inflight.0.is_empty()
         {
             let window = spin.window(state.peer_cpu);
+            // With the worker on another CPU, poll; otherwise (same CPU, or unknown) sleep on the
+            // socket itself, which hands the CPU to the worker at once and is woken by its write
+            // without the runtime's park and unpark (see `Spin::window`).
+            let sleep_for = match spin.when {
+                PollWhen::PeerOnOtherCpu if window.is_zero() => {
+                    Duration::from_micros(u64::from(spin.micros))
+                        .saturating_sub(spin_from.elapsed())
+                }
+                _ => Duration::ZERO,
+            };
             while spin_from.elapsed() < window && reserve(&mut inbuf) {
                 match read_now(fd, &mut inbuf) {
                     Ok(0) => break,
@@ -459,6 +469,16 @@ pub(crate) async fn drive(
                     }
                     Err(_) => break,
                 }
+            }
+            if !sleep_for.is_zero()
+                && reserve(&mut inbuf)
+                && readable_within(fd, sleep_for)
+                && matches!(read_now(fd, &mut inbuf), Ok(n) if n > 0)
+            {
+                if let Some(end) = state.take_frames(&mut inbuf, &bridge, &mut inflight) {
+                    break 'cell end;
+                }
+                spin_from = Instant::now();
             }
         }
         tokio::select! {
@@ -551,6 +571,23 @@ fn read_now(fd: std::os::fd::RawFd, buf: &mut Vec<u8>) -> std::io::Result<usize>
     // SAFETY: the kernel initialised the first `n` bytes of the spare capacity.
     unsafe { buf.set_len(buf.len() + n) };
     Ok(n)
+}
+
+/// Sleeps in `ppoll(2)` until `fd` is readable (`true`) or `limit` passed (`false`). Blocks the
+/// calling runtime thread, like the solo cell's polling: only ever for a short, bounded time.
+fn readable_within(fd: std::os::fd::RawFd, limit: Duration) -> bool {
+    let mut pfd = libc::pollfd {
+        fd,
+        events: libc::POLLIN,
+        revents: 0,
+    };
+    let ts = libc::timespec {
+        tv_sec: limit.as_secs() as libc::time_t,
+        tv_nsec: limit.subsec_nanos() as libc::c_long,
+    };
+    // SAFETY: one valid pollfd and a valid timespec; no signal mask is changed.
+    let n = unsafe { libc::ppoll(&mut pfd, 1, &ts, std::ptr::null()) };
+    n > 0
 }
 
 /// Keeps at least 4 KiB of spare capacity for the next read, growing by doubling (always `true`,

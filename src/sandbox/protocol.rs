@@ -399,12 +399,17 @@ pub(crate) struct WorkerConfig {
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum PollWhen {
-    /// After every frame sent, wherever the peer runs (the behaviour before issue 14).
+    /// After every frame sent, wherever the peer runs (the behaviour before issue 14). When the
+    /// scheduler puts both on one CPU, every wait lasts the whole window: the poller holds the
+    /// CPU its peer needs to answer.
     Always,
-    /// Never: sleep at once, every frame costs a wake-up.
+    /// Never: sleep in the runtime's reactor at once; every frame costs a wake-up.
     Never,
-    /// Only while the peer's last frame came from another CPU. With both on one CPU, polling
-    /// only keeps the peer (at a lower priority) from running until the window ends. The default.
+    /// Poll only while the peer's last frame came from another CPU. Otherwise a worker sleeps in
+    /// `poll(2)`, and the supervisor's task (of a cell alone in flight) sleeps on the worker's
+    /// socket in `ppoll(2)` for up to its window before falling back to the reactor: that hands
+    /// the CPU straight to a worker on the same CPU, and the worker's write wakes it without the
+    /// runtime's park and unpark. The default.
     #[default]
     PeerOnOtherCpu,
 }

@@ -73,10 +73,12 @@ impl SupervisorConfig {
 }
 
 /// How the supervisor's task and a worker wait for each other's next frame: poll (busy-wait)
-/// for a short window after sending, then sleep. Waking a sleeping peer costs tens of
-/// microseconds on a VM (more when its virtual CPU halted); polling while the peer waits for the
-/// same CPU costs the whole window (measured on the 2-vCPU VM: 0.25 ms per bridge-call hop, warm
-/// cells 0.57 → 1.8 ms). Only a cell alone in flight polls on the supervisor's side.
+/// for a short window after sending, then sleep. Waking a sleeping peer on another, idle CPU
+/// costs tens of microseconds on a VM (its virtual CPU halted); polling while the peer waits for
+/// the same CPU costs the whole window (measured on the 2-vCPU VM with `bench cells`: every
+/// exchange took window + ~50 µs, warm cells 0.65 → 1.7–1.9 ms with the 250 µs window; see the
+/// module doc of `sandbox`). Only a cell alone in flight polls or sleeps on its socket on the
+/// supervisor's side; others wait in the runtime's reactor.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Polling {
     /// When both sides poll. Default [`PollWhen::PeerOnOtherCpu`]: each frame carries the
