@@ -237,8 +237,21 @@ struct Frames {
     last_id: u64,
     max_calls: u32,
     trace: Option<HostTrace>,
-    /// The CPU the worker's last `Call` came from.
+    /// The CPU the worker's last `Call` came from, while it is known to be polling there.
     peer_cpu: Option<u32>,
+    /// When the worker's last `Call` was read.
+    peer_seen: Instant,
+}
+
+/// How the task of a cell alone in flight waits for its worker's frames (see [`drive`]).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct SoloWait {
+    /// The supervisor's policy and window.
+    pub(crate) spin: Spin,
+    /// How long the worker polls for a reply before it sleeps (`Polling::worker_window`).
+    pub(crate) worker_window: Duration,
+    /// The CPU the worker is polling for `Run` on, if it still is.
+    pub(crate) worker_cpu: Option<u32>,
 }
 
 /// The supervisor's [`mono_ns`] stamps of a traced cell.
@@ -334,6 +347,7 @@ impl Frames {
                 WorkerFrame::Ready { .. } => break Some(protocol_error("unexpected Ready".into())),
                 WorkerFrame::Call { id, op, args, cpu } => {
                     self.peer_cpu = cpu;
+                    self.peer_seen = Instant::now();
                     if id <= self.last_id {
                         break Some(protocol_error(format!("bridge call id {id} reused")));
                     }
@@ -375,10 +389,9 @@ enum End {
 }
 
 /// Runs one cell on `worker`, which is killed at the end (the caller drops it, closing its
-/// descriptors, whenever it likes: off the result's path). `spin`: the cell is the only
-/// one in flight, so its task may busy-poll the worker's socket (see below), with the CPU the
-/// worker is known to run on when the cell starts. `traced_from`: the [`mono_ns`] stamp of the
-/// submission when the cell's phases are to be measured.
+/// descriptors, whenever it likes: off the result's path). `solo`: the cell is the only one in
+/// flight, so its task may wait on the worker's socket itself (see below). `traced_from`: the
+/// [`mono_ns`] stamp of the submission when the cell's phases are to be measured.
 #[allow(clippy::too_many_arguments)]
 pub(crate) async fn drive(
     worker: &mut ReadyWorker,
@@ -387,7 +400,7 @@ pub(crate) async fn drive(
     timeout: Duration,
     limits: &Limits,
     mut telemetry: CellTelemetry,
-    spin: Option<(Spin, Option<u32>)>,
+    solo: Option<SoloWait>,
     traced_from: Option<u64>,
 ) -> CellResult {
     let cap = limits.frame_bytes;
@@ -426,17 +439,21 @@ pub(crate) async fn drive(
             cpu: protocol::current_cpu(),
             ..HostTrace::default()
         }),
-        peer_cpu: spin.and_then(|(_, cpu)| cpu),
+        peer_cpu: solo.and_then(|s| s.worker_cpu),
+        peer_seen: Instant::now(),
     };
-    let spin = spin.map(|(spin, _)| spin);
+    let spin = solo.map(|s| s.spin);
+    let worker_window = solo.map_or(Duration::ZERO, |s| s.worker_window);
     // The worker answers fastest right after it was sent something; sleeping in the reactor and
     // being woken costs tens of microseconds per hop on a virtualized host. So a solo cell's task
-    // polls the socket with direct non-blocking reads for a short window after each exchange
-    // (`SPIN`) and only then sleeps in the reactor. It does not yield while spinning: on Tokio's
-    // multi-threaded runtime every yield wakes a parked worker thread to steal the task, and on a
-    // 2-vCPU host that thread lands on the sandbox worker's CPU and preempts it (measured with
-    // `perf sched`). The cost is bounded: at most `SPIN` of one runtime thread per exchange, and
-    // only while no other cell is in flight.
+    // waits on the socket itself for a short window after each exchange, and only then in the
+    // reactor: it polls with direct non-blocking reads while the worker runs on another CPU, and
+    // sleeps in `ppoll` otherwise (polling there would hold the very CPU the worker needs; see
+    // `PollWhen`). It does not yield while polling: on Tokio's multi-threaded runtime every yield
+    // wakes a parked worker thread to steal the task, and on a 2-vCPU host that thread lands on
+    // the sandbox worker's CPU and preempts it (measured with `perf sched`). The cost is bounded:
+    // at most one window of one runtime thread per exchange, and only while no other cell is in
+    // flight.
     let mut spin_from = sent_at;
     let end = 'cell: loop {
         if let Some(spin) = spin
@@ -519,6 +536,12 @@ pub(crate) async fn drive(
                 }
             }
             (id, result) = inflight.next(), if !inflight.0.is_empty() => {
+                // A worker left waiting longer than its own window went to sleep: where the reply
+                // wakes it is the scheduler's choice (often this CPU, which polling would then
+                // hold), so it counts as unknown until its next frame.
+                if state.peer_seen.elapsed() > worker_window {
+                    state.peer_cpu = None;
+                }
                 encode_reply(id, result, cap, protocol::current_cpu(), &mut out);
                 // Stamped when the reply is ready to go: the write follows at once.
                 if let Some(call) = state.trace.as_mut().and_then(|t| t.call(id)) {
@@ -788,13 +811,14 @@ mod tests {
             Duration::from_secs(5),
             &limits,
             CellTelemetry::default(),
-            Some((
-                Spin {
+            Some(SoloWait {
+                spin: Spin {
                     when: protocol::PollWhen::Always,
                     micros: 250,
                 },
-                None,
-            )),
+                worker_window: Duration::from_micros(150),
+                worker_cpu: None,
+            }),
             None,
         )
         .await;

@@ -431,7 +431,11 @@ impl Inner {
         // in flight it leaves the runtime's threads to them.
         let solo = self.slots.available_permits() + 1 >= self.limits.live_workers;
         let ready_spin = Duration::from_micros(u64::from(self.worker.ready_spin_us));
-        let spin = solo.then(|| (self.host_spin, worker.polling_on(ready_spin)));
+        let solo = solo.then(|| cell::SoloWait {
+            spin: self.host_spin,
+            worker_window: Duration::from_micros(u64::from(self.worker.spin.micros)),
+            worker_cpu: worker.polling_on(ready_spin),
+        });
         let result = cell::drive(
             &mut worker,
             code,
@@ -439,7 +443,7 @@ impl Inner {
             timeout,
             &self.limits,
             telemetry,
-            spin,
+            solo,
             traced_from,
         )
         .await;
