@@ -225,9 +225,11 @@ pub(super) fn bench_cells(args: BenchCellsArgs) -> Result<ExitCode> {
         let m = &report.machine;
         writeln!(
             out,
-            "machine: {} × {}, load average {:.2} {:.2} {:.2} (after: {:.2}), sandbox nice +{}, polling {:?}",
+            "machine: {} × {}, kernel {} {}, load average {:.2} {:.2} {:.2} (after: {:.2}), sandbox nice +{}, polling {:?}",
             m.cpus,
             m.cpu_model,
+            m.kernel,
+            m.scheduler_boot_params.join(" "),
             m.load_average_start[0],
             m.load_average_start[1],
             m.load_average_start[2],
@@ -250,7 +252,7 @@ pub(super) fn bench_cells(args: BenchCellsArgs) -> Result<ExitCode> {
             if let Some(p) = &series.phases {
                 writeln!(
                     out,
-                    "{:>17}submit→running {:.0} µs, compile {:.0}, per call guest {:.0} / host {:.0} / hops {:.0}, tail {:.0}, result→caller {:.0}",
+                    "{:>17}submit→running {:.0} µs, compile {:.0}, per call guest {:.0} / host {:.0} / hops {:.0}, tail {:.0}, result→caller {:.0}{}",
                     "",
                     p.submit_to_running_us,
                     p.compile_us,
@@ -258,7 +260,13 @@ pub(super) fn bench_cells(args: BenchCellsArgs) -> Result<ExitCode> {
                     p.call_host_us,
                     p.call_hops_us,
                     p.tail_us,
-                    p.result_to_caller_us
+                    p.result_to_caller_us,
+                    p.same_cpu_share
+                        .map(|s| format!(
+                            ", worker on the submitting CPU in {:.0}% of cells",
+                            s * 100.0
+                        ))
+                        .unwrap_or_default()
                 )?;
             }
         }

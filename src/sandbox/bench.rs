@@ -152,6 +152,13 @@ pub struct Machine {
     pub cpu_model: String,
     /// CPUs this process may run on.
     pub cpus: usize,
+    /// The kernel release (`/proc/sys/kernel/osrelease`).
+    pub kernel: String,
+    /// The kernel's boot parameters that steer the scheduler (`sched*`, `preempt`, `isolcpus`,
+    /// `nohz*` of `/proc/cmdline`). On the 2-vCPU VM of issue 14, `sched_vcpu_pack=15` packs
+    /// wake-ups onto busy virtual CPUs: a woken worker mostly runs on its supervisor's CPU (see
+    /// [`PhaseMedians::same_cpu_share`]).
+    pub scheduler_boot_params: Vec<String>,
     /// The sandbox's [`SupervisorConfig::worker_nice`] in this run.
     pub worker_nice: u8,
     /// The sandbox's [`Polling::when`] in this run.
@@ -173,10 +180,33 @@ impl Machine {
             load_average_end: [0.0; 3],
             cpu_model,
             cpus: std::thread::available_parallelism().map_or(0, |n| n.get()),
+            kernel: std::fs::read_to_string("/proc/sys/kernel/osrelease")
+                .map(|s| s.trim().to_owned())
+                .unwrap_or_default(),
+            scheduler_boot_params: scheduler_boot_params(
+                &std::fs::read_to_string("/proc/cmdline").unwrap_or_default(),
+            ),
             worker_nice: options.worker_nice,
             polling: options.polling,
         }
     }
+}
+
+/// The parameters of a kernel command line that steer the scheduler (up to a bare `--`, after
+/// which the arguments belong to init).
+fn scheduler_boot_params(cmdline: &str) -> Vec<String> {
+    cmdline
+        .split_whitespace()
+        .take_while(|p| *p != "--")
+        .filter(|p| {
+            let key = p.split('=').next().unwrap_or_default();
+            key.starts_with("sched")
+                || key.starts_with("nohz")
+                || key == "preempt"
+                || key == "isolcpus"
+        })
+        .map(str::to_owned)
+        .collect()
 }
 
 /// `/proc/loadavg`'s three averages (zeros if unreadable).
@@ -652,6 +682,13 @@ mod tests {
         assert!(load.iter().all(|l| *l >= 0.0), "{load:?}");
         let m = Machine::now(&BenchOptions::default());
         assert!(m.cpus >= 1);
+        assert!(!m.kernel.is_empty());
         assert_eq!(m.worker_nice, DEFAULT_WORKER_NICE);
+        assert_eq!(
+            scheduler_boot_params(
+                "console=ttyS0 sched_vcpu_pack=15 preempt=full nohz_full=1 quiet -- --sched-x"
+            ),
+            vec!["sched_vcpu_pack=15", "preempt=full", "nohz_full=1"]
+        );
     }
 }

@@ -292,6 +292,8 @@ fn bench_cells_json_reports_every_series_from_the_same_run() {
     assert_eq!(machine["load_average_start"].as_array().unwrap().len(), 3);
     assert_eq!(machine["load_average_end"].as_array().unwrap().len(), 3);
     assert!(machine["cpu_model"].is_string(), "{machine}");
+    assert!(!machine["kernel"].as_str().unwrap().is_empty(), "{machine}");
+    assert!(machine["scheduler_boot_params"].is_array(), "{machine}");
     assert_eq!(machine["worker_nice"], Value::from(10));
     assert_eq!(machine["polling"], Value::from("peer_on_other_cpu"));
     assert!(report["ready_worker_rss_kib"].as_u64().unwrap() > 0);
