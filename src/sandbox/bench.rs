@@ -6,8 +6,9 @@
 //! reference runner ([`run_node_cell`], script `js/node_cell.js`) and [`FixtureBridge`].
 //! Never does: time pool refill (warm iterations wait for a full pool outside the timed region);
 //! skip a missing prerequisite (no `node` is an error); accept a wrong result (every iteration's
-//! value is compared with the first warm one, inside the timed loop); run anything but its own
-//! benchmark cell in-process (the `inprocess` series is not sandboxed: see `inprocess.rs`).
+//! value is compared with the first warm one, inside the timed loop); run code a model wrote: the
+//! `inprocess` series runs the caller's benchmark cell unsandboxed (see `inprocess.rs`), so the
+//! cell must be the caller's own, like [`BENCH_CELL`].
 //! Invariants: every series runs the same body against the same [`Bridge`].
 
 use std::path::{Path, PathBuf};
@@ -342,7 +343,8 @@ pub async fn run_cells_bench(
 
 /// Runs warm, warm-after-idle, in-process, cold and node cells with `bridge`, in that order, and
 /// reports percentiles, phase medians and the machine's state. Fails if `node` is missing or any
-/// iteration returns a different value.
+/// iteration returns a different value. `cell` also runs outside the sandbox (the `inprocess`
+/// series): pass the benchmark's own code, never a model's.
 ///
 /// The measurement runs on a Tokio task, as a gateway's request handler would (timing from a
 /// `block_on` thread adds two cross-thread wake-ups per cell that a server never pays).
