@@ -58,23 +58,24 @@
 //! Every bound is a field of [`Limits`] with its default and clamp.
 //!
 //! ## Costs (2 × AMD EPYC VM, kernel 6.18 with `sched_vcpu_pack=15`; `toolsearch bench cells --json`)
-//! Measured while other builds kept both CPUs busy (load average 4.7–6.0, 3 runs): a warm cell
-//! (ready worker, search + describe + call through the real gateway, submitted as soon as the
-//! pool is full) 0.60–0.67 ms p50; after 5 ms of idle 0.81–0.87 ms; the same cell in a QuickJS
-//! context inside the host (`inprocess`, the floor) 0.32–0.33 ms, so the process boundary costs
-//! 1.9–2.1×; cold (fork on demand) 2.0–2.3 ms; the Node-child-per-cell reference 68–70 ms
-//! (103–115× warm). A ready worker: 7.3–7.5 MiB RSS, 2.1–2.2 MiB PSS. Where a warm cell's time
-//! goes (CLOCK_MONOTONIC stamps on both sides, medians, `CellOptions::trace_phases`):
-//! submit → worker running 35–43 µs, compiling the body 79–83 µs (in-process 73–74), per bridge
-//! call guest 48–52 µs (27–28) / host 37–49 µs (44–45) / two socket trips 41–42 µs, after the last
-//! call 46–49 µs (24–25), `Done` → caller 38–42 µs (2). The worker ran on the submitting CPU in
-//! 87–100 % of the cells. The zygote builds the seccomp filter and compiles the prelude to bytecode
-//! once; workers inherit both; pool workers then rehearse a cell (`js/rehearsal.js`) so its
-//! first-touch page faults happen before `Ready` (2 minor faults during a warm cell, read from
-//! `/proc`). The zygote and its workers run 10 nice steps below the host
-//! ([`SupervisorConfig::worker_nice`]): guest code cannot starve the host's threads, and the refill
-//! that follows a cell (fork, hardening, rehearsal: ≈ 1 ms of CPU) does not preempt the caller
-//! that is reading the cell's result.
+//! Idle but for the bench (load average 0.84–1.17 at the start, 10 runs): a warm cell (ready
+//! worker, search + describe + call through the real gateway, submitted as soon as the pool is
+//! full) 0.64–0.76 ms p50 (p99 0.85–1.6); after 5 ms of idle 0.88–1.13 ms; the same cell in a
+//! QuickJS context inside the host (`inprocess`, the floor) 0.33–0.35 ms, so the process boundary
+//! costs 1.9–2.2×; cold (fork on demand) 2.1–3.1 ms; the Node-child-per-cell reference 47–49 ms
+//! (65–73× warm). A ready worker: 5.4–7.4 MiB RSS, 1.7–2.3 MiB PSS. Where a warm cell's time goes
+//! (CLOCK_MONOTONIC stamps on both sides, medians, `CellOptions::trace_phases`): submit → worker
+//! running 32–49 µs, compiling the body 80–101 µs (in-process 74–76), per bridge call guest
+//! 49–59 µs (28–29) / host 48–61 µs (45–50) / two socket trips 39–45 µs, after the last call
+//! 45–58 µs (24–25), `Done` → caller 42–49 µs (2). The worker ran on the submitting CPU in
+//! 56–93 % of the cells. With both CPUs busy with other builds (load 4.7–6.0, 3 runs) nearly the
+//! same: warm 0.60–0.67 ms, floor 0.32–0.33, node 68–70. The zygote builds the seccomp filter
+//! and compiles the prelude to bytecode once; workers inherit both; pool workers then rehearse a
+//! cell (`js/rehearsal.js`) so its first-touch page faults happen before `Ready` (2 minor faults
+//! during a warm cell, read from `/proc`). The zygote and its workers run 10 nice steps below the
+//! host ([`SupervisorConfig::worker_nice`]): guest code cannot starve the host's threads, and the
+//! refill that follows a cell (fork, hardening, rehearsal: ≈ 1 ms of CPU) does not preempt the
+//! caller that is reading the cell's result.
 //!
 //! ## Why warm cells were 4× slower than documented (issue 14)
 //! Both sides used to busy-poll after every frame they sent (the supervisor's task 250 µs, the
@@ -108,6 +109,18 @@
 //! cell 0.55–0.60 ms: what is left on a shared CPU is two context switches per call (a bare
 //! `socketpair` round trip between two processes on one CPU, from a C probe: 9–10 µs here) and the
 //! JSON on both sides.
+//!
+//! On the idle machine (load 1.2–1.5, 2 rounds, same run): `ce7f065` 0.60 ms in a run where its
+//! workers happened to run on the other CPU, 1.74 in the other; `09d3398` 2.14–2.21; `always`
+//! 1.70; `never` 0.71–0.75; this policy 0.66–0.72. Tried and rejected, each A/B in one idle run:
+//! keeping the worker off the submitting CPU with a per-cell affinity mask (0.97–1.05 ms against
+//! 0.69–0.71: the other virtual CPU ran the same body 1.2–1.45× slower); yielding the CPU
+//! (`sched_yield`) instead of sleeping in `ppoll` (trips 35–38 µs instead of 44–45, but `Done` →
+//! caller 93–333 µs instead of 45: the worker exiting after `Done` kept the CPU); a zygote at
+//! `SCHED_BATCH` with workers switched back before `Ready`, at nice 0 (0.66–0.77 against
+//! 0.69–0.71); a longer `Ready` poll (1 or 2 ms instead of 150 µs, load 2.4–2.8: no change).
+//! Workers at the host's priority (`worker_nice` 0) gave 0.55 ms in two idle runs and 0.68–0.83
+//! in three later ones; the background priority stays.
 //!
 //! ## Process tree
 //! ```text
