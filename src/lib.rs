@@ -70,9 +70,9 @@ pub use mcp::serve::{HttpListener, ServeError, ServeOptions};
 pub use mcp::{Status as UpstreamStatus, Upstream, Upstreams};
 pub use policy::{Authorized, Policy, PolicyError};
 pub use sandbox::{
-    ALLOWED_SYSCALLS, Bridge, BridgeError, BridgeOp, CellOptions, CellResult, CellTelemetry,
-    GatewayBridge, LimitKind, Limits, LogLevel, LogLine, Outcome, SandboxError, Supervisor,
-    SupervisorConfig, dispatch_role,
+    ALLOWED_SYSCALLS, Bridge, BridgeError, BridgeOp, CallPhases, CellOptions, CellPhases,
+    CellResult, CellTelemetry, GatewayBridge, LimitKind, Limits, LogLevel, LogLine, Outcome,
+    PollWhen, Polling, SandboxError, Supervisor, SupervisorConfig, dispatch_role,
 };
 pub use search::{Hit, IndexCache, IndexStats, RankedHit, SearchIndex, SearchSettings};
 pub use session::{Reply, Session, SessionBuilder, SessionError};

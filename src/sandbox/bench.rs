@@ -1,12 +1,15 @@
 //! The code-cell benchmark behind `benches/cells.rs` and `toolsearch bench cells --json`: warm pool,
-//! cold fork, and the reference architecture (a Node.js child per cell) in the same run.
+//! warm after idle, the in-process floor, cold fork, and the reference architecture (a Node.js
+//! child per cell) in the same run, with where each series' time goes and the machine's state.
 //!
 //! Owns: [`run_cells_bench`], [`BenchReport`], the benchmark cell ([`BENCH_CELL`]), the
 //! reference runner ([`run_node_cell`], script `js/node_cell.js`) and [`FixtureBridge`].
 //! Never does: time pool refill (warm iterations wait for a full pool outside the timed region);
 //! skip a missing prerequisite (no `node` is an error); accept a wrong result (every iteration's
-//! value is compared with the first warm one, inside the timed loop).
-//! Invariants: all three series run the same body against the same [`Bridge`].
+//! value is compared with the first warm one, inside the timed loop); run code a model wrote: the
+//! `inprocess` series runs the caller's benchmark cell unsandboxed (see `inprocess.rs`), so the
+//! cell must be the caller's own, like [`BENCH_CELL`].
+//! Invariants: every series runs the same body against the same [`Bridge`].
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -17,9 +20,11 @@ use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 
 use super::bridge::{Bridge, BridgeError, BridgeOp};
 use super::error::SandboxError;
+use super::inprocess::Floor;
 use super::limits::CellOptions;
-use super::outcome::Outcome;
-use super::supervisor::{Supervisor, SupervisorConfig};
+use super::outcome::{CellPhases, Outcome};
+use super::protocol::PollWhen;
+use super::supervisor::{DEFAULT_WORKER_NICE, Polling, Supervisor, SupervisorConfig};
 
 /// The reference runner's script, written to a temp file per run.
 pub const NODE_CELL_JS: &str = include_str!("../../js/node_cell.js");
@@ -33,7 +38,7 @@ const tool = await openclaw.tools.describe(hits[0].id);\n\
 const out = await openclaw.tools.call(tool.id, {title: 'standup', a: 2, b: 3});\n\
 return {hits: hits.length, tool: tool.name, result: out};";
 
-/// Latency percentiles of one series, in milliseconds.
+/// Latency percentiles of one series, in milliseconds, and where its time went.
 #[derive(Debug, Clone, Default, PartialEq, serde::Serialize)]
 pub struct Series {
     /// Median.
@@ -44,6 +49,68 @@ pub struct Series {
     pub mean_ms: f64,
     /// Iterations measured.
     pub samples: usize,
+    /// Medians of each phase over the series' cells (absent for `node`, which is not traced).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub phases: Option<PhaseMedians>,
+}
+
+/// The median of each phase of [`CellPhases`] over a series, in microseconds (per-call phases:
+/// over every bridge call of every cell).
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize)]
+pub struct PhaseMedians {
+    /// `run_cell` called → the worker decoded the body.
+    pub submit_to_running_us: f64,
+    /// Compiling the body.
+    pub compile_us: f64,
+    /// Guest work before each bridge call.
+    pub call_guest_us: f64,
+    /// The supervisor's side of each bridge call (the gateway included).
+    pub call_host_us: f64,
+    /// Both socket trips of each bridge call (0 in-process).
+    pub call_hops_us: f64,
+    /// Last reply → `Done` encoded (the guest's remaining work, the result's encoding).
+    pub tail_us: f64,
+    /// `Done` encoded → `run_cell` returned.
+    pub result_to_caller_us: f64,
+    /// Share of cells whose worker decoded `Run` on the CPU the supervisor sent it from (0–1;
+    /// absent when CPUs are unknown, and in-process).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub same_cpu_share: Option<f64>,
+}
+
+impl PhaseMedians {
+    /// Medians over `cells` (`None` when no cell was traced).
+    pub fn of(cells: &[CellPhases]) -> Option<PhaseMedians> {
+        if cells.is_empty() {
+            return None;
+        }
+        let med = |mut v: Vec<f64>| -> f64 {
+            if v.is_empty() {
+                return 0.0;
+            }
+            v.sort_by(f64::total_cmp);
+            v[(v.len() - 1) / 2]
+        };
+        let per_cell = |f: fn(&CellPhases) -> f64| med(cells.iter().map(f).collect());
+        let per_call = |f: fn(&super::outcome::CallPhases) -> f64| {
+            med(cells.iter().flat_map(|c| c.calls.iter().map(f)).collect())
+        };
+        let placed: Vec<bool> = cells
+            .iter()
+            .filter_map(|c| Some(c.host_cpu? == c.worker_cpu?))
+            .collect();
+        Some(PhaseMedians {
+            submit_to_running_us: per_cell(|c| c.submit_to_running_us),
+            compile_us: per_cell(|c| c.compile_us),
+            call_guest_us: per_call(|c| c.guest_us),
+            call_host_us: per_call(|c| c.host_us),
+            call_hops_us: per_call(|c| c.hops_us),
+            tail_us: per_cell(|c| c.tail_us),
+            result_to_caller_us: per_cell(|c| c.result_to_caller_us),
+            same_cpu_share: (!placed.is_empty())
+                .then(|| placed.iter().filter(|s| **s).count() as f64 / placed.len() as f64),
+        })
+    }
 }
 
 impl Series {
@@ -62,6 +129,114 @@ impl Series {
             p99_ms: rank(0.99),
             mean_ms: samples.iter().sum::<f64>() / samples.len() as f64,
             samples: samples.len(),
+            phases: None,
+        }
+    }
+
+    /// [`Series::from_samples`] plus the phase medians of the same cells.
+    pub fn traced(samples: Vec<f64>, phases: &[CellPhases]) -> Series {
+        Series {
+            phases: PhaseMedians::of(phases),
+            ..Series::from_samples(samples)
+        }
+    }
+}
+
+/// The machine the benchmark ran on.
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize)]
+pub struct Machine {
+    /// `/proc/loadavg` (1, 5, 15 minutes) when the benchmark started.
+    pub load_average_start: [f64; 3],
+    /// The same when it ended.
+    pub load_average_end: [f64; 3],
+    /// `model name` of `/proc/cpuinfo`.
+    pub cpu_model: String,
+    /// CPUs this process may run on.
+    pub cpus: usize,
+    /// The kernel release (`/proc/sys/kernel/osrelease`).
+    pub kernel: String,
+    /// The kernel's boot parameters that steer the scheduler (`sched*`, `preempt`, `isolcpus`,
+    /// `nohz*` of `/proc/cmdline`). On the 2-vCPU VM of issue 14, `sched_vcpu_pack=15` packs
+    /// wake-ups onto busy virtual CPUs: a woken worker mostly runs on its supervisor's CPU (see
+    /// [`PhaseMedians::same_cpu_share`]).
+    pub scheduler_boot_params: Vec<String>,
+    /// The sandbox's [`SupervisorConfig::worker_nice`] in this run.
+    pub worker_nice: u8,
+    /// The sandbox's [`Polling::when`] in this run.
+    pub polling: PollWhen,
+}
+
+impl Machine {
+    fn now(options: &BenchOptions) -> Machine {
+        let cpu_model = std::fs::read_to_string("/proc/cpuinfo")
+            .ok()
+            .and_then(|s| {
+                s.lines()
+                    .find_map(|l| l.strip_prefix("model name"))
+                    .map(|v| v.trim_start_matches([' ', '\t', ':']).trim().to_owned())
+            })
+            .unwrap_or_default();
+        Machine {
+            load_average_start: load_average(),
+            load_average_end: [0.0; 3],
+            cpu_model,
+            cpus: std::thread::available_parallelism().map_or(0, |n| n.get()),
+            kernel: std::fs::read_to_string("/proc/sys/kernel/osrelease")
+                .map(|s| s.trim().to_owned())
+                .unwrap_or_default(),
+            scheduler_boot_params: scheduler_boot_params(
+                &std::fs::read_to_string("/proc/cmdline").unwrap_or_default(),
+            ),
+            worker_nice: options.worker_nice,
+            polling: options.polling,
+        }
+    }
+}
+
+/// The parameters of a kernel command line that steer the scheduler (up to a bare `--`, after
+/// which the arguments belong to init).
+fn scheduler_boot_params(cmdline: &str) -> Vec<String> {
+    cmdline
+        .split_whitespace()
+        .take_while(|p| *p != "--")
+        .filter(|p| {
+            let key = p.split('=').next().unwrap_or_default();
+            key.starts_with("sched")
+                || key.starts_with("nohz")
+                || key == "preempt"
+                || key == "isolcpus"
+        })
+        .map(str::to_owned)
+        .collect()
+}
+
+/// `/proc/loadavg`'s three averages (zeros if unreadable).
+pub fn load_average() -> [f64; 3] {
+    let text = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
+    let mut out = [0.0; 3];
+    for (slot, v) in out.iter_mut().zip(text.split_whitespace()) {
+        *slot = v.parse().unwrap_or(0.0);
+    }
+    out
+}
+
+/// How to run [`run_cells_bench_with`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BenchOptions {
+    /// Measured iterations per series (at least 1).
+    pub iterations: usize,
+    /// [`SupervisorConfig::worker_nice`] of the warm and cold supervisors.
+    pub worker_nice: u8,
+    /// [`Polling::when`] of the warm and cold supervisors (windows at their defaults).
+    pub polling: PollWhen,
+}
+
+impl Default for BenchOptions {
+    fn default() -> BenchOptions {
+        BenchOptions {
+            iterations: 200,
+            worker_nice: DEFAULT_WORKER_NICE,
+            polling: Polling::default().when,
         }
     }
 }
@@ -69,12 +244,18 @@ impl Series {
 /// What `toolsearch bench cells --json` prints.
 #[derive(Debug, Clone, Default, PartialEq, serde::Serialize)]
 pub struct BenchReport {
+    /// Where and under which load it ran.
+    pub machine: Machine,
     /// A ready worker exists when the cell is submitted (submitted as soon as the pool is full).
     pub warm: Series,
     /// Like `warm`, but the machine has been idle for [`IDLE_BEFORE_CELL`] when the cell is
     /// submitted, as between an agent's turns. On a VM the idle virtual CPUs lose their caches
     /// (the hypervisor runs other work on them), so the same cell costs more.
     pub warm_after_idle: Series,
+    /// The floor: the same cell in a fresh QuickJS runtime and context inside this process, with
+    /// the same prelude and bridge, the isolate built before the clock starts (as a pool worker's
+    /// is). Not sandboxed; a measurement only.
+    pub inprocess: Series,
     /// The zygote forks on demand (pool size 0).
     pub cold: Series,
     /// The reference: `node --experimental-permission` spawned per cell, empty environment,
@@ -82,6 +263,8 @@ pub struct BenchReport {
     pub node: Series,
     /// `node.p50_ms / warm.p50_ms`.
     pub ratio_node_over_warm: f64,
+    /// `warm.p50_ms / inprocess.p50_ms`: what the process boundary costs.
+    pub ratio_warm_over_inprocess: f64,
     /// VmRSS of a ready worker, KiB.
     pub ready_worker_rss_kib: u64,
     /// PSS of a ready worker (`/proc/<pid>/smaps_rollup`), KiB.
@@ -143,21 +326,38 @@ fn same_value(which: &'static str, expected: &Value, value: &Value) -> Result<()
     }
 }
 
-/// Runs `iterations` warm, cold and node cells with `bridge` and reports percentiles.
-/// Fails if `node` is missing or any iteration returns a different value.
-///
-/// The measurement runs on a Tokio task, as a gateway's request handler would (timing from a
-/// `block_on` thread adds two cross-thread wake-ups per cell that a server never pays).
+/// Runs `iterations` cells of every series with `bridge` and reports percentiles (see
+/// [`run_cells_bench_with`]).
 pub async fn run_cells_bench(
     worker_binary: &Path,
     bridge: Arc<dyn Bridge>,
     cell: &str,
     iterations: usize,
 ) -> Result<BenchReport, SandboxError> {
+    let options = BenchOptions {
+        iterations,
+        ..BenchOptions::default()
+    };
+    run_cells_bench_with(worker_binary, bridge, cell, &options).await
+}
+
+/// Runs warm, warm-after-idle, in-process, cold and node cells with `bridge`, in that order, and
+/// reports percentiles, phase medians and the machine's state. Fails if `node` is missing or any
+/// iteration returns a different value. `cell` also runs outside the sandbox (the `inprocess`
+/// series): pass the benchmark's own code, never a model's.
+///
+/// The measurement runs on a Tokio task, as a gateway's request handler would (timing from a
+/// `block_on` thread adds two cross-thread wake-ups per cell that a server never pays).
+pub async fn run_cells_bench_with(
+    worker_binary: &Path,
+    bridge: Arc<dyn Bridge>,
+    cell: &str,
+    options: &BenchOptions,
+) -> Result<BenchReport, SandboxError> {
     let worker_binary = worker_binary.to_path_buf();
     let cell = cell.to_string();
-    match tokio::spawn(async move { measure(&worker_binary, bridge, &cell, iterations).await })
-        .await
+    let options = options.clone();
+    match tokio::spawn(async move { measure(&worker_binary, bridge, &cell, &options).await }).await
     {
         Ok(report) => report,
         Err(e) => Err(mismatch("bench", format!("the benchmark task failed: {e}"))),
@@ -168,38 +368,53 @@ async fn measure(
     worker_binary: &Path,
     bridge: Arc<dyn Bridge>,
     cell: &str,
-    iterations: usize,
+    options: &BenchOptions,
 ) -> Result<BenchReport, SandboxError> {
-    let iterations = iterations.max(1);
+    let iterations = options.iterations.max(1);
     let node = find_node()?;
-    let mut report = BenchReport::default();
+    let mut report = BenchReport {
+        machine: Machine::now(options),
+        ..BenchReport::default()
+    };
+    let config = || {
+        let mut config = SupervisorConfig::new(worker_binary);
+        config.worker_nice = options.worker_nice;
+        config.polling.when = options.polling;
+        config
+    };
 
     // Warm: a ready worker exists when each cell is submitted.
-    let warm = Supervisor::start(SupervisorConfig::new(worker_binary)).await?;
+    let warm = Supervisor::start(config()).await?;
     let mut expected: Option<Value> = None;
     let mut samples = Vec::with_capacity(iterations);
+    let mut phases = Vec::with_capacity(iterations);
     for _ in 0..iterations + 1 {
         warm.wait_pool_full(Duration::from_secs(10)).await;
-        let (dt, value) = warm_cell(&warm, &bridge, cell, true).await?;
+        let (dt, value, cell_phases) = warm_cell(&warm, &bridge, cell, true).await?;
         match &expected {
             None => expected = Some(value), // the first iteration only fixes the expected value
-            Some(e) if *e == value => samples.push(dt),
+            Some(e) if *e == value => {
+                samples.push(dt);
+                phases.extend(cell_phases);
+            }
             Some(e) => return Err(mismatch("warm", format!("expected {e}, got {value}"))),
         }
     }
-    report.warm = Series::from_samples(samples);
+    report.warm = Series::traced(samples, &phases);
     let expected = expected.unwrap_or_default();
 
     // Warm after idle: the same pool, the machine idle before each cell.
     let mut samples = Vec::with_capacity(iterations);
+    let mut phases = Vec::with_capacity(iterations);
     for _ in 0..iterations {
         warm.wait_pool_full(Duration::from_secs(10)).await;
         tokio::time::sleep(IDLE_BEFORE_CELL).await;
-        let (dt, value) = warm_cell(&warm, &bridge, cell, true).await?;
+        let (dt, value, cell_phases) = warm_cell(&warm, &bridge, cell, true).await?;
         same_value("warm_after_idle", &expected, &value)?;
         samples.push(dt);
+        phases.extend(cell_phases);
     }
-    report.warm_after_idle = Series::from_samples(samples);
+    report.warm_after_idle = Series::traced(samples, &phases);
     warm.wait_pool_full(Duration::from_secs(10)).await;
     if let Some(pid) = warm.ready_worker_pids().first() {
         report.ready_worker_rss_kib = proc_kib(&format!("/proc/{pid}/status"), "VmRSS:");
@@ -207,17 +422,22 @@ async fn measure(
     }
     warm.shutdown().await;
 
+    // In-process: the floor the process boundary is measured against.
+    report.inprocess = inprocess_series(&bridge, cell, iterations, &expected).await?;
+
     // Cold: the zygote forks on demand.
-    let mut config = SupervisorConfig::new(worker_binary);
-    config.pool_size = 0;
-    let cold = Supervisor::start(config).await?;
+    let mut cold_config = config();
+    cold_config.pool_size = 0;
+    let cold = Supervisor::start(cold_config).await?;
     let mut samples = Vec::with_capacity(iterations);
+    let mut phases = Vec::with_capacity(iterations);
     for _ in 0..iterations {
-        let (dt, value) = warm_cell(&cold, &bridge, cell, false).await?;
+        let (dt, value, cell_phases) = warm_cell(&cold, &bridge, cell, false).await?;
         same_value("cold", &expected, &value)?;
         samples.push(dt);
+        phases.extend(cell_phases);
     }
-    report.cold = Series::from_samples(samples);
+    report.cold = Series::traced(samples, &phases);
     cold.shutdown().await;
 
     // Node: the reference architecture.
@@ -229,13 +449,44 @@ async fn measure(
         samples.push(ms(dt));
     }
     report.node = Series::from_samples(samples);
-    report.ratio_node_over_warm = if report.warm.p50_ms > 0.0 {
-        report.node.p50_ms / report.warm.p50_ms
-    } else {
-        0.0
-    };
+    let ratio = |a: f64, b: f64| if b > 0.0 { a / b } else { 0.0 };
+    report.ratio_node_over_warm = ratio(report.node.p50_ms, report.warm.p50_ms);
+    report.ratio_warm_over_inprocess = ratio(report.warm.p50_ms, report.inprocess.p50_ms);
     report.value = expected;
+    report.machine.load_average_end = load_average();
     Ok(report)
+}
+
+/// The in-process series, on a blocking thread (the QuickJS context is not `Send`; the bridge's
+/// futures run through this runtime's handle).
+async fn inprocess_series(
+    bridge: &Arc<dyn Bridge>,
+    cell: &str,
+    iterations: usize,
+    expected: &Value,
+) -> Result<Series, SandboxError> {
+    let floor = Floor::new(bridge.clone(), tokio::runtime::Handle::current());
+    let (cell, expected) = (cell.to_owned(), expected.clone());
+    let run = tokio::task::spawn_blocking(move || -> Result<Series, SandboxError> {
+        let mut samples = Vec::with_capacity(iterations);
+        let mut phases = Vec::with_capacity(iterations);
+        for _ in 0..iterations {
+            let (dt, value, cell_phases) = floor
+                .run_cell(&cell)
+                .map_err(|e| mismatch("inprocess", e))?;
+            same_value("inprocess", &expected, &value)?;
+            samples.push(ms(dt));
+            phases.push(cell_phases);
+        }
+        Ok(Series::traced(samples, &phases))
+    });
+    match run.await {
+        Ok(series) => series,
+        Err(e) => Err(mismatch(
+            "inprocess",
+            format!("the series' thread failed: {e}"),
+        )),
+    }
 }
 
 async fn warm_cell(
@@ -243,11 +494,13 @@ async fn warm_cell(
     bridge: &Arc<dyn Bridge>,
     cell: &str,
     want_warm: bool,
-) -> Result<(f64, Value), SandboxError> {
+) -> Result<(f64, Value, Option<CellPhases>), SandboxError> {
+    let options = CellOptions {
+        trace_phases: true,
+        ..CellOptions::default()
+    };
     let t = Instant::now();
-    let r = sup
-        .run_cell(cell, bridge.clone(), CellOptions::default())
-        .await;
+    let r = sup.run_cell(cell, bridge.clone(), options).await;
     let dt = ms(t.elapsed());
     let which = if want_warm { "warm" } else { "cold" };
     if r.outcome != Outcome::Ok {
@@ -262,7 +515,7 @@ async fn warm_cell(
             format!("telemetry.warm = {}", r.telemetry.warm),
         ));
     }
-    Ok((dt, r.value.unwrap_or_default()))
+    Ok((dt, r.value.unwrap_or_default(), r.telemetry.phases))
 }
 
 fn proc_kib(path: &str, field: &str) -> u64 {
@@ -381,4 +634,63 @@ pub async fn run_node_cell(
     drop(stdin);
     let _ = child.wait().await;
     Ok((dt, value))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sandbox::outcome::CallPhases;
+
+    fn cell(compile: f64, hops: &[f64], cpus: (Option<u32>, Option<u32>)) -> CellPhases {
+        CellPhases {
+            compile_us: compile,
+            calls: hops
+                .iter()
+                .map(|&h| CallPhases {
+                    hops_us: h,
+                    ..CallPhases::default()
+                })
+                .collect(),
+            host_cpu: cpus.0,
+            worker_cpu: cpus.1,
+            ..CellPhases::default()
+        }
+    }
+
+    #[test]
+    fn phase_medians_are_per_cell_and_per_call() {
+        assert_eq!(PhaseMedians::of(&[]), None);
+        let cells = [
+            cell(10.0, &[1.0, 2.0, 3.0], (Some(0), Some(0))),
+            cell(30.0, &[4.0], (Some(0), Some(1))),
+            cell(20.0, &[5.0, 6.0, 7.0], (None, Some(1))),
+        ];
+        let m = PhaseMedians::of(&cells).unwrap_or_else(|| panic!("traced cells"));
+        // Per cell: the median of 10, 30, 20.
+        assert_eq!(m.compile_us, 20.0);
+        // Per call: the median of the seven calls' hops.
+        assert_eq!(m.call_hops_us, 4.0);
+        // Only the cells whose two CPUs are known count: one of two shared its CPU.
+        assert_eq!(m.same_cpu_share, Some(0.5));
+        let unknown = PhaseMedians::of(&[cell(1.0, &[], (None, None))]);
+        assert_eq!(unknown.and_then(|m| m.same_cpu_share), None);
+    }
+
+    #[test]
+    fn series_percentiles_and_machine_state() {
+        let s = Series::from_samples((1..=100).map(f64::from).collect());
+        assert_eq!((s.p50_ms, s.p99_ms, s.samples), (50.0, 99.0, 100));
+        let load = load_average();
+        assert!(load.iter().all(|l| *l >= 0.0), "{load:?}");
+        let m = Machine::now(&BenchOptions::default());
+        assert!(m.cpus >= 1);
+        assert!(!m.kernel.is_empty());
+        assert_eq!(m.worker_nice, DEFAULT_WORKER_NICE);
+        assert_eq!(
+            scheduler_boot_params(
+                "console=ttyS0 sched_vcpu_pack=15 preempt=full nohz_full=1 quiet -- --sched-x"
+            ),
+            vec!["sched_vcpu_pack=15", "preempt=full", "nohz_full=1"]
+        );
+    }
 }

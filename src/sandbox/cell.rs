@@ -24,8 +24,13 @@ use super::bridge::Bridge;
 use super::control::{WorkerExit, WorkerProcess};
 use super::error::SandboxError;
 use super::limits::Limits;
-use super::outcome::{CellResult, CellTelemetry, LimitKind, LogLine, Outcome};
-use super::protocol::{self, Done, DoneStatus, HostFrame, RunCell, SetupStage, Split, WorkerFrame};
+use super::outcome::{
+    CallPhases, CellPhases, CellResult, CellTelemetry, LimitKind, LogLine, Outcome,
+};
+use super::protocol::{
+    self, Done, DoneStatus, HostFrame, PollWhen, RunCell, SetupStage, Spin, Split, TRACE_CALLS,
+    WorkerFrame, WorkerTrace, mono_ns,
+};
 use super::text::{strip_controls, truncate_to};
 
 /// How long to wait for the zygote's exit report after a worker's socket closed.
@@ -36,12 +41,21 @@ pub(crate) struct ReadyWorker {
     pub(crate) process: WorkerProcess,
     stream: UnixStream,
     inbuf: Vec<u8>,
+    /// When `Ready` was read, and the CPU the worker sent it from.
+    ready: Option<(Instant, Option<u32>)>,
 }
 
 impl ReadyWorker {
     /// The worker's pid.
     pub(crate) fn pid(&self) -> u32 {
         self.process.pid
+    }
+
+    /// The CPU the worker is polling for `Run` on, if it still is: it reported `Ready` from
+    /// there less than `ready_spin` ago.
+    pub(crate) fn polling_on(&self, ready_spin: Duration) -> Option<u32> {
+        let (at, cpu) = self.ready?;
+        if at.elapsed() < ready_spin { cpu } else { None }
     }
 
     /// Whether the worker died while idle.
@@ -64,6 +78,7 @@ impl ReadyWorker {
             process,
             stream,
             inbuf: Vec::new(),
+            ready: None,
         };
         let mut scratch = vec![0u8; 4096];
         let deadline = tokio::time::Instant::now() + limit;
@@ -74,7 +89,10 @@ impl ReadyWorker {
                         serde_json::from_slice(&w.inbuf[protocol::HEADER..protocol::HEADER + len]);
                     w.inbuf.drain(..protocol::HEADER + len);
                     return match frame {
-                        Ok(WorkerFrame::Ready { pid }) if pid == w.process.pid => Ok(w),
+                        Ok(WorkerFrame::Ready { pid, cpu }) if pid == w.process.pid => {
+                            w.ready = Some((Instant::now(), cpu));
+                            Ok(w)
+                        }
                         Ok(other) => Err(SandboxError::setup(format!(
                             "expected Ready from worker {}, got {}",
                             w.process.pid,
@@ -212,15 +230,82 @@ impl InFlight {
     }
 }
 
-/// How long a solo cell's task polls the worker's socket without sleeping after each exchange.
-const SPIN: Duration = Duration::from_micros(250);
-
 /// Frame bookkeeping of one cell.
 struct Frames {
     cap: usize,
     calls: u32,
     last_id: u64,
     max_calls: u32,
+    trace: Option<HostTrace>,
+    /// The CPU the worker's last `Call` came from, while it is known to be polling there.
+    peer_cpu: Option<u32>,
+    /// When the worker's last `Call` was read.
+    peer_seen: Instant,
+}
+
+/// How the task of a cell alone in flight waits for its worker's frames (see [`drive`]).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct SoloWait {
+    /// The supervisor's policy and window.
+    pub(crate) spin: Spin,
+    /// How long the worker polls for a reply before it sleeps (`Polling::worker_window`).
+    pub(crate) worker_window: Duration,
+    /// The CPU the worker is polling for `Run` on, if it still is.
+    pub(crate) worker_cpu: Option<u32>,
+}
+
+/// The supervisor's [`mono_ns`] stamps of a traced cell.
+#[derive(Default)]
+struct HostTrace {
+    /// `run_cell` was called.
+    submit: u64,
+    /// The CPU `Run` was written from.
+    cpu: Option<u32>,
+    /// Per bridge call, by id (1 first): `[Call read, Reply about to be written]`.
+    calls: Vec<[u64; 2]>,
+    /// `Done` was read.
+    done: u64,
+}
+
+impl HostTrace {
+    fn call(&mut self, id: u64) -> Option<&mut [u64; 2]> {
+        let i = usize::try_from(id).ok()?.checked_sub(1)?;
+        if i >= TRACE_CALLS {
+            return None;
+        }
+        if self.calls.len() <= i {
+            self.calls.resize(i + 1, [0, 0]);
+        }
+        self.calls.get_mut(i)
+    }
+
+    /// The phases, from both sides' stamps (differences saturate at 0, so a worker's odd stamps
+    /// cannot produce negative figures).
+    fn phases(&self, worker: &WorkerTrace) -> CellPhases {
+        let us = |from: u64, to: u64| to.saturating_sub(from) as f64 / 1e3;
+        let mut resumed = worker.compiled;
+        let mut calls = Vec::with_capacity(worker.calls.len());
+        for (i, w) in worker.calls.iter().enumerate() {
+            let [sent, replied] = *w;
+            let [read, answered] = self.calls.get(i).copied().unwrap_or([0, 0]);
+            calls.push(CallPhases {
+                guest_us: us(resumed.min(sent), sent),
+                hops_us: us(sent, read) + us(answered, replied),
+                host_us: us(read, answered),
+            });
+            resumed = resumed.max(replied);
+        }
+        CellPhases {
+            submit_to_running_us: us(self.submit, worker.run),
+            compile_us: us(worker.run, worker.compiled),
+            calls,
+            tail_us: us(resumed, worker.done),
+            result_to_caller_us: us(worker.done, self.done),
+            host_cpu: self.cpu,
+            worker_cpu: worker.cpu,
+            done_ns: worker.done,
+        }
+    }
 }
 
 impl Frames {
@@ -234,6 +319,7 @@ impl Frames {
     ) -> Option<End> {
         let cap = self.cap;
         let mut consumed = 0;
+        let mut now = 0;
         let end = loop {
             let len = match protocol::split_frame(&inbuf[consumed..], cap) {
                 Split::Incomplete => break None,
@@ -250,15 +336,26 @@ impl Frames {
                 Ok(f) => f,
                 Err(e) => break Some(protocol_error(format!("malformed frame: {e}"))),
             };
+            if let Some(trace) = &mut self.trace
+                && now == 0
+            {
+                now = mono_ns();
+                trace.done = now;
+            }
             match frame {
                 WorkerFrame::Done(done) => break Some(End::Done(done)),
                 WorkerFrame::Ready { .. } => break Some(protocol_error("unexpected Ready".into())),
-                WorkerFrame::Call { id, op, args } => {
+                WorkerFrame::Call { id, op, args, cpu } => {
+                    self.peer_cpu = cpu;
+                    self.peer_seen = Instant::now();
                     if id <= self.last_id {
                         break Some(protocol_error(format!("bridge call id {id} reused")));
                     }
                     self.last_id = id;
                     self.calls += 1;
+                    if let Some(call) = self.trace.as_mut().and_then(|t| t.call(id)) {
+                        call[0] = now;
+                    }
                     if self.calls > self.max_calls {
                         break Some(protocol_error(format!(
                             "more than {} bridge calls (the worker must refuse them)",
@@ -291,22 +388,28 @@ enum End {
     Outcome(Outcome),
 }
 
-/// Runs one cell on `worker`, which is consumed (killed at the end). `spin`: the cell is the only
-/// one in flight, so its task may busy-poll the worker's socket (see below).
+/// Runs one cell on `worker`, which is killed at the end (the caller drops it, closing its
+/// descriptors, whenever it likes: off the result's path). `solo`: the cell is the only one in
+/// flight, so its task may wait on the worker's socket itself (see below). `traced_from`: the
+/// [`mono_ns`] stamp of the submission when the cell's phases are to be measured.
+#[allow(clippy::too_many_arguments)]
 pub(crate) async fn drive(
-    mut worker: ReadyWorker,
+    worker: &mut ReadyWorker,
     code: &str,
     bridge: Arc<dyn Bridge>,
     timeout: Duration,
     limits: &Limits,
     mut telemetry: CellTelemetry,
-    spin: bool,
+    solo: Option<SoloWait>,
+    traced_from: Option<u64>,
 ) -> CellResult {
     let cap = limits.frame_bytes;
     let mut out = Vec::with_capacity(code.len() + 128);
     let run = HostFrame::Run(RunCell {
         code: code.to_owned(),
         timeout_ms: u64::try_from(timeout.as_millis()).unwrap_or(u64::MAX),
+        trace: traced_from.is_some(),
+        cpu: protocol::current_cpu(),
     });
     if protocol::encode(&run, &mut out).is_err() || out.len() > cap + protocol::HEADER {
         return CellResult::failed(
@@ -331,19 +434,44 @@ pub(crate) async fn drive(
         calls: 0,
         last_id: 0,
         max_calls: limits.bridge_calls,
+        trace: traced_from.map(|submit| HostTrace {
+            submit,
+            cpu: protocol::current_cpu(),
+            ..HostTrace::default()
+        }),
+        peer_cpu: solo.and_then(|s| s.worker_cpu),
+        peer_seen: Instant::now(),
     };
+    let spin = solo.map(|s| s.spin);
+    let worker_window = solo.map_or(Duration::ZERO, |s| s.worker_window);
     // The worker answers fastest right after it was sent something; sleeping in the reactor and
     // being woken costs tens of microseconds per hop on a virtualized host. So a solo cell's task
-    // polls the socket with direct non-blocking reads for a short window after each exchange
-    // (`SPIN`) and only then sleeps in the reactor. It does not yield while spinning: on Tokio's
-    // multi-threaded runtime every yield wakes a parked worker thread to steal the task, and on a
-    // 2-vCPU host that thread lands on the sandbox worker's CPU and preempts it (measured with
-    // `perf sched`). The cost is bounded: at most `SPIN` of one runtime thread per exchange, and
-    // only while no other cell is in flight.
+    // waits on the socket itself for a short window after each exchange, and only then in the
+    // reactor: it polls with direct non-blocking reads while the worker runs on another CPU, and
+    // sleeps in `ppoll` otherwise (polling there would hold the very CPU the worker needs; see
+    // `PollWhen`). It does not yield while polling: on Tokio's multi-threaded runtime every yield
+    // wakes a parked worker thread to steal the task, and on a 2-vCPU host that thread lands on
+    // the sandbox worker's CPU and preempts it (measured with `perf sched`). The cost is bounded:
+    // at most one window of one runtime thread per exchange, and only while no other cell is in
+    // flight.
     let mut spin_from = sent_at;
     let end = 'cell: loop {
-        if out_pos >= out.len() && inflight.0.is_empty() {
-            while spin && spin_from.elapsed() < SPIN && reserve(&mut inbuf) {
+        if let Some(spin) = spin
+            && out_pos >= out.len()
+            && inflight.0.is_empty()
+        {
+            let window = spin.window(state.peer_cpu);
+            // With the worker on another CPU, poll; otherwise (same CPU, or unknown) sleep on the
+            // socket itself, which hands the CPU to the worker at once and is woken by its write
+            // without the runtime's park and unpark (see `Spin::window`).
+            let sleep_for = match spin.when {
+                PollWhen::PeerOnOtherCpu if window.is_zero() => {
+                    Duration::from_micros(u64::from(spin.micros))
+                        .saturating_sub(spin_from.elapsed())
+                }
+                _ => Duration::ZERO,
+            };
+            while spin_from.elapsed() < window && reserve(&mut inbuf) {
                 match read_now(fd, &mut inbuf) {
                     Ok(0) => break,
                     Ok(_) => {
@@ -358,6 +486,16 @@ pub(crate) async fn drive(
                     }
                     Err(_) => break,
                 }
+            }
+            if !sleep_for.is_zero()
+                && reserve(&mut inbuf)
+                && readable_within(fd, sleep_for)
+                && matches!(read_now(fd, &mut inbuf), Ok(n) if n > 0)
+            {
+                if let Some(end) = state.take_frames(&mut inbuf, &bridge, &mut inflight) {
+                    break 'cell end;
+                }
+                spin_from = Instant::now();
             }
         }
         tokio::select! {
@@ -398,7 +536,17 @@ pub(crate) async fn drive(
                 }
             }
             (id, result) = inflight.next(), if !inflight.0.is_empty() => {
-                encode_reply(id, result, cap, &mut out);
+                // A worker left waiting longer than its own window went to sleep: where the reply
+                // wakes it is the scheduler's choice (often this CPU, which polling would then
+                // hold), so it counts as unknown until its next frame.
+                if state.peer_seen.elapsed() > worker_window {
+                    state.peer_cpu = None;
+                }
+                encode_reply(id, result, cap, protocol::current_cpu(), &mut out);
+                // Stamped when the reply is ready to go: the write follows at once.
+                if let Some(call) = state.trace.as_mut().and_then(|t| t.call(id)) {
+                    call[1] = mono_ns();
+                }
                 spin_from = Instant::now();
             }
         }
@@ -410,7 +558,12 @@ pub(crate) async fn drive(
     telemetry.bridge_calls = state.calls;
     match end {
         End::Outcome(outcome) => CellResult::failed(outcome, telemetry),
-        End::Done(done) => finish(done, limits, telemetry),
+        End::Done(mut done) => {
+            if let (Some(host), Some(worker)) = (&state.trace, done.trace.take()) {
+                telemetry.phases = Some(host.phases(&worker));
+            }
+            finish(done, limits, telemetry)
+        }
     }
 }
 
@@ -443,6 +596,23 @@ fn read_now(fd: std::os::fd::RawFd, buf: &mut Vec<u8>) -> std::io::Result<usize>
     Ok(n)
 }
 
+/// Sleeps in `ppoll(2)` until `fd` is readable (`true`) or `limit` passed (`false`). Blocks the
+/// calling runtime thread, like the solo cell's polling: only ever for a short, bounded time.
+fn readable_within(fd: std::os::fd::RawFd, limit: Duration) -> bool {
+    let mut pfd = libc::pollfd {
+        fd,
+        events: libc::POLLIN,
+        revents: 0,
+    };
+    let ts = libc::timespec {
+        tv_sec: limit.as_secs() as libc::time_t,
+        tv_nsec: limit.subsec_nanos() as libc::c_long,
+    };
+    // SAFETY: one valid pollfd and a valid timespec; no signal mask is changed.
+    let n = unsafe { libc::ppoll(&mut pfd, 1, &ts, std::ptr::null()) };
+    n > 0
+}
+
 /// Keeps at least 4 KiB of spare capacity for the next read, growing by doubling (always `true`,
 /// for `select!`). Small on purpose: most cells exchange a few KiB, and a 64 KiB buffer per cell
 /// made glibc consolidate and trim its heap on every cell.
@@ -459,11 +629,21 @@ fn protocol_error(detail: String) -> End {
 
 /// Appends the `Reply` frame for call `id` to `out`. A value is serialized straight into the frame
 /// (no intermediate JSON string); if the frame would exceed `cap` it is replaced by an error reply.
-fn encode_reply(id: u64, result: Result<serde_json::Value, String>, cap: usize, out: &mut Vec<u8>) {
+fn encode_reply(
+    id: u64,
+    result: Result<serde_json::Value, String>,
+    cap: usize,
+    cpu: Option<u32>,
+    out: &mut Vec<u8>,
+) {
     let start = out.len();
     let message = match result {
         Ok(value) => {
-            let frame = protocol::ReplyRef::Ok { id, value: &value };
+            let frame = protocol::ReplyRef::Ok {
+                id,
+                value: &value,
+                cpu,
+            };
             match protocol::encode(&frame, out) {
                 Ok(()) if out.len() - start <= cap + protocol::HEADER => return,
                 Ok(()) => {
@@ -485,11 +665,13 @@ fn encode_reply(id: u64, result: Result<serde_json::Value, String>, cap: usize, 
     let frame = protocol::ReplyRef::Err {
         id,
         message: &message,
+        cpu,
     };
     if protocol::encode(&frame, out).is_err() {
         let fallback = protocol::ReplyRef::Err {
             id,
             message: "the tool result could not be encoded",
+            cpu,
         };
         let _ = protocol::encode(&fallback, out);
     }
@@ -615,20 +797,29 @@ mod tests {
             // Keep the socket open briefly so the frames are read before EOF.
             std::thread::sleep(Duration::from_millis(50));
         });
-        let worker = ReadyWorker {
+        let mut worker = ReadyWorker {
             process: WorkerProcess::fake(),
             stream: UnixStream::from_std(ours).unwrap_or_else(|e| panic!("{e}")),
             inbuf: Vec::new(),
+            ready: None,
         };
         let limits = Limits::default().clamped();
         let r = drive(
-            worker,
+            &mut worker,
             "return 1",
             Arc::new(NoBridge),
             Duration::from_secs(5),
             &limits,
             CellTelemetry::default(),
-            true,
+            Some(SoloWait {
+                spin: Spin {
+                    when: protocol::PollWhen::Always,
+                    micros: 250,
+                },
+                worker_window: Duration::from_micros(150),
+                worker_cpu: None,
+            }),
+            None,
         )
         .await;
         let _ = writer.join();
@@ -670,7 +861,7 @@ mod tests {
 
     #[tokio::test]
     async fn unexpected_ready_is_a_protocol_error() {
-        let r = against(frame(&WorkerFrame::Ready { pid: 1 })).await;
+        let r = against(frame(&WorkerFrame::Ready { pid: 1, cpu: None })).await;
         assert_eq!(protocol_detail(&r), "unexpected Ready");
     }
 
@@ -722,6 +913,7 @@ mod tests {
             log_bytes: 0,
             bridge_calls: 99,
             result_bytes: 3,
+            trace: None,
         };
         let r = against(frame(&WorkerFrame::Done(done))).await;
         assert_eq!(r.outcome, Outcome::Ok);
@@ -735,5 +927,54 @@ mod tests {
             r.telemetry.bridge_calls, 0,
             "the supervisor counts calls itself"
         );
+    }
+
+    #[test]
+    fn phases_come_from_both_sides_stamps() {
+        let us = 1_000;
+        let host = HostTrace {
+            submit: 100 * us,
+            cpu: Some(0),
+            calls: vec![[260 * us, 390 * us]],
+            done: 470 * us,
+        };
+        let worker = WorkerTrace {
+            run: 150 * us,
+            compiled: 200 * us,
+            calls: vec![[250 * us, 400 * us]],
+            done: 450 * us,
+            cpu: Some(1),
+        };
+        let p = host.phases(&worker);
+        assert_eq!(p.submit_to_running_us, 50.0);
+        assert_eq!(p.compile_us, 50.0);
+        assert_eq!(
+            p.calls,
+            vec![CallPhases {
+                guest_us: 50.0,
+                hops_us: 20.0,
+                host_us: 130.0,
+            }]
+        );
+        assert_eq!(p.tail_us, 50.0);
+        assert_eq!(p.result_to_caller_us, 20.0);
+        assert_eq!((p.host_cpu, p.worker_cpu), (Some(0), Some(1)));
+        // A worker's stamps are untrusted: out of order, they give zeros, never negative figures.
+        let odd = WorkerTrace {
+            run: 1,
+            compiled: 0,
+            calls: vec![[u64::MAX, 0], [0, 0]],
+            done: 0,
+            cpu: None,
+        };
+        let p = host.phases(&odd);
+        assert_eq!(p.submit_to_running_us, 0.0);
+        assert_eq!(p.calls.len(), 2);
+        assert!(
+            p.calls
+                .iter()
+                .all(|c| c.guest_us >= 0.0 && c.hops_us >= 0.0)
+        );
+        assert!(p.tail_us >= 0.0);
     }
 }

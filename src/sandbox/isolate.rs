@@ -26,7 +26,8 @@ use serde_json::value::RawValue;
 use super::bridge::BridgeOp;
 use super::outcome::{LogLevel, LogLine};
 use super::protocol::{
-    self, Done, DoneStatus, HostFrame, ReplyResult, RunCell, SetupStage, WorkerConfig, WorkerFrame,
+    self, Done, DoneStatus, HostFrame, ReplyResult, RunCell, SetupStage, TRACE_CALLS, WorkerConfig,
+    WorkerFrame, WorkerTrace, mono_ns,
 };
 use super::text::{repair_lone_surrogates, strip_controls, truncate_to};
 use super::worker::{Channel, ChannelError};
@@ -190,6 +191,10 @@ struct Shared {
     log_bytes: usize,
     logs_dropped: usize,
     io_failed: bool,
+    /// Stamps of a traced cell (`RunCell::trace`); `None` otherwise.
+    trace: Option<WorkerTrace>,
+    /// Calls from this index on in `trace.calls` are queued but not yet written.
+    unsent: usize,
 }
 
 impl Shared {
@@ -205,11 +210,22 @@ impl Shared {
         self.log_bytes = 0;
         self.logs_dropped = 0;
         self.io_failed = false;
+        self.trace = None;
+        self.unsent = 0;
     }
 
     fn flush(&mut self) {
         if self.out.is_empty() || self.io_failed {
             return;
+        }
+        // Stamped before the write: on a shared CPU the write may hand the CPU to the woken
+        // supervisor, whose work must not count as the guest's.
+        if let Some(trace) = &mut self.trace {
+            let now = mono_ns();
+            for call in &mut trace.calls[self.unsent..] {
+                call[0] = now;
+            }
+            self.unsent = trace.calls.len();
         }
         if self.chan.send(&self.out).is_err() {
             self.io_failed = true;
@@ -245,11 +261,22 @@ impl Shared {
         };
         let id = self.next_id;
         self.next_id += 1;
-        if protocol::encode(&WorkerFrame::Call { id, op, args }, &mut self.out).is_err() {
+        let call = WorkerFrame::Call {
+            id,
+            op,
+            args,
+            cpu: protocol::current_cpu(),
+        };
+        if protocol::encode(&call, &mut self.out).is_err() {
             return Err("bridge arguments could not be encoded".to_owned());
         }
         self.started += 1;
         self.outstanding.insert(id);
+        if let Some(trace) = &mut self.trace
+            && trace.calls.len() < TRACE_CALLS
+        {
+            trace.calls.push([0, 0]);
+        }
         if self.out.len() >= EAGER_FLUSH_BYTES {
             self.flush();
         }
@@ -283,16 +310,22 @@ impl Shared {
 }
 
 /// The prelude's internals, looked up once before `Ready`.
-struct Internals<'js> {
-    settle: Function<'js>,
-    encode_result: Function<'js>,
+pub(crate) struct Internals<'js> {
+    /// `settle(id, ok, payload)`: resolves call `id` with JSON text or rejects it with a message.
+    pub(crate) settle: Function<'js>,
+    /// `encodeResult(value, cap)`: JSON text, or its length when over `cap`.
+    pub(crate) encode_result: Function<'js>,
     describe_error: Function<'js>,
     set_log_budget: Function<'js>,
     result_bytes: usize,
 }
 
 impl<'js> Internals<'js> {
-    fn new(object: Object<'js>, caps: &WorkerConfig) -> rquickjs::Result<Internals<'js>> {
+    /// Looks the internals up in the prelude's returned `object` and sets the log budget.
+    pub(crate) fn new(
+        object: Object<'js>,
+        caps: &WorkerConfig,
+    ) -> rquickjs::Result<Internals<'js>> {
         let internals = Internals {
             settle: object.get("settle")?,
             encode_result: object.get("encodeResult")?,
@@ -319,6 +352,16 @@ enum Settled<'js> {
 }
 
 impl Isolate {
+    /// The context (the in-process floor runs its cell in it directly).
+    pub(crate) fn context(&self) -> &Context {
+        &self.context
+    }
+
+    /// Sets the instant from which the interrupt handler stops interpretable code.
+    pub(crate) fn set_deadline(&self, at: Option<Instant>) {
+        self.deadline.set(at);
+    }
+
     /// Builds the runtime (heap budget, stack limit, interrupt handler) and a context with only
     /// the intrinsics a cell needs (no module loader, no `performance`, no I/O).
     pub(crate) fn new(memory_limit: usize, max_stack: usize) -> Result<Isolate, rquickjs::Error> {
@@ -376,6 +419,8 @@ impl Isolate {
                 log_bytes: 0,
                 logs_dropped: 0,
                 io_failed: false,
+                trace: None,
+                unsent: 0,
             }));
             let internals =
                 load_prelude(&ctx, &shared, prelude).map_err(|_| SetupStage::Prelude)?;
@@ -387,7 +432,17 @@ impl Isolate {
             let frame = {
                 let mut s = shared.borrow_mut();
                 ready(&mut s.chan)?;
-                s.chan.recv(None).map_err(|_| SetupStage::Handshake)?
+                let frame = s.chan.recv(None).map_err(|_| SetupStage::Handshake)?;
+                if let Some(HostFrame::Run(run)) = &frame
+                    && run.trace
+                {
+                    s.trace = Some(WorkerTrace {
+                        run: mono_ns(),
+                        cpu: protocol::current_cpu(),
+                        ..WorkerTrace::default()
+                    });
+                }
+                frame
             };
             match frame {
                 Some(HostFrame::Run(run)) => self.run_cell(&ctx, &internals, &shared, &run),
@@ -418,6 +473,8 @@ impl Isolate {
         let run = HostFrame::Run(RunCell {
             code: REHEARSAL.to_owned(),
             timeout_ms: REHEARSAL_TIMEOUT_MS,
+            trace: false,
+            cpu: None,
         });
         let _ = protocol::encode(&run, &mut frames);
         for (id, reply) in REHEARSAL_REPLIES.iter().enumerate() {
@@ -431,6 +488,7 @@ impl Isolate {
             let frame = HostFrame::Reply {
                 id: id as u64 + 1,
                 result,
+                cpu: None,
             };
             let _ = protocol::encode(&frame, &mut frames);
         }
@@ -473,6 +531,7 @@ impl Isolate {
             log_bytes: 0,
             bridge_calls: 0,
             result_bytes: 0,
+            trace: None,
         };
         match settled {
             Settled::Io => return Err(SetupStage::Io),
@@ -495,6 +554,10 @@ impl Isolate {
         done.logs_dropped = s.logs_dropped;
         done.log_bytes = s.log_bytes;
         done.bridge_calls = s.started;
+        done.trace = s.trace.take().map(|mut t| {
+            t.done = mono_ns();
+            t
+        });
         if protocol::encode(&WorkerFrame::Done(done), &mut s.out).is_err() {
             return Err(SetupStage::Io);
         }
@@ -703,26 +766,42 @@ fn load_prelude<'js>(
     shared: &Rc<RefCell<Shared>>,
     bytecode: Option<&[u8]>,
 ) -> Result<Object<'js>, rquickjs::Error> {
+    let (calls, logs) = (shared.clone(), shared.clone());
+    install_prelude(
+        ctx,
+        bytecode,
+        move |op, args| calls.borrow_mut().start_call(op, args),
+        move |level, text| logs.borrow_mut().log(level, text),
+    )
+}
+
+/// Evaluates the prelude and calls it with a native `host` object made of `call` (`host.call`:
+/// the new call's id, or the refusal message the guest's promise rejects with) and `log`
+/// (`host.log`: the remaining log budget); returns the prelude's internals. The worker passes its
+/// channel-backed pair; the benchmark's in-process floor (`inprocess.rs`) its own.
+pub(crate) fn install_prelude<'js>(
+    ctx: &Ctx<'js>,
+    bytecode: Option<&[u8]>,
+    call: impl Fn(&str, String) -> Result<u64, String> + 'js,
+    log: impl Fn(i32, &str) -> usize + 'js,
+) -> Result<Object<'js>, rquickjs::Error> {
     let host = Object::new(ctx.clone())?;
-    let s = shared.clone();
     host.set(
         "call",
         Function::new(
             ctx.clone(),
             move |ctx: Ctx<'js>, op: String, args: String| -> rquickjs::Result<Value<'js>> {
-                let started = s.borrow_mut().start_call(&op, args);
-                match started {
+                match call(&op, args) {
                     Ok(id) => Ok(Value::new_number(ctx, id as f64)),
                     Err(message) => Ok(rquickjs::String::from_str(ctx, &message)?.into_value()),
                 }
             },
         )?,
     )?;
-    let s = shared.clone();
     host.set(
         "log",
         Function::new(ctx.clone(), move |level: i32, text: String| -> f64 {
-            s.borrow_mut().log(level, &text) as f64
+            log(level, &text) as f64
         })?,
     )?;
     let prelude = prelude_function(ctx, bytecode)?;
@@ -745,6 +824,9 @@ fn drive<'js>(
         Ok(f) => f,
         Err(_) => return threw(ctx, soft),
     };
+    if let Some(trace) = &mut shared.borrow_mut().trace {
+        trace.compiled = mono_ns();
+    }
     keep.push(body.clone().into_value());
     let promise = match body.call::<_, Value>(()) {
         Ok(v) => match v.into_promise() {
@@ -787,7 +869,14 @@ fn drive<'js>(
                 return Settled::Io;
             }
             match s.chan.recv(Some(soft)) {
-                Ok(Some(HostFrame::Reply { id, result })) => {
+                Ok(Some(HostFrame::Reply { id, result, .. })) => {
+                    if let Some(trace) = &mut s.trace
+                        && let Some(call) = usize::try_from(id)
+                            .ok()
+                            .and_then(|id| trace.calls.get_mut(id.wrapping_sub(1)))
+                    {
+                        call[1] = mono_ns();
+                    }
                     if s.outstanding.remove(&id) {
                         Some((id, result))
                     } else {

@@ -131,6 +131,11 @@ pub struct CellOptions {
     /// Overrides [`Limits::code_timeout`] for this cell (`codeTimeoutMs`); clamped to
     /// 1,000–60,000 ms. `None`: the supervisor's default.
     pub timeout: Option<Duration>,
+    /// Stamp where the cell's time goes and report it in
+    /// [`CellTelemetry::phases`](super::CellTelemetry::phases) (a few clock reads per frame and a
+    /// few hundred bytes more in the final frame). Default `false`; `toolsearch bench cells` sets
+    /// it.
+    pub trace_phases: bool,
 }
 
 mod millis {

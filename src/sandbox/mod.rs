@@ -57,23 +57,70 @@
 //! shared memory; only `console.log/warn/error` and `openclaw.tools.{search, describe, call}`.
 //! Every bound is a field of [`Limits`] with its default and clamp.
 //!
-//! ## Costs (2-core VM, see `benches/cells.rs` and `toolsearch bench cells`)
-//! A warm cell (ready worker, search + describe + call through the real gateway, submitted as soon
-//! as the pool is full) ≈ 0.33–0.44 ms p50; the same after the machine idled 5 ms ≈ 0.52–0.65 ms
-//! (a VM's idle virtual CPUs lose their caches); a cold one (fork on demand) ≈ 1.15–1.65 ms; the
-//! Node-child-per-cell reference ≈ 29–40 ms. A ready worker: ≈ 5.3–7.4 MiB RSS, ≈ 1.6–2.3 MiB PSS.
-//! The zygote builds the seccomp filter and compiles the prelude to bytecode once; workers inherit
-//! both; pool workers then rehearse a cell (`js/rehearsal.js`) so its first-touch page faults
-//! happen before `Ready`. The zygote and its workers run 10 nice steps below the host
-//! ([`SupervisorConfig::worker_nice`]): guest code cannot starve the host's threads, and the refill
-//! that follows a cell (fork, hardening, rehearsal: ≈ 1 ms of CPU) no longer preempts the caller
-//! that is reading the cell's result (it did, for ≈ 0.2 ms at p50, on 2 vCPUs). Where a warm
-//! cell's time goes (CLOCK_MONOTONIC stamps on both sides, medians; submitted after ~1 ms of idle → as soon as
-//! the pool filled): waking the
-//! idle worker 46 → 7 µs (an IPI to a halted virtual CPU; a worker polls for 150 µs after `Ready`),
-//! compiling the body 85 → 50 µs, guest work 35–50 → 20–35 µs and gateway work 16–37 → 12–30 µs
-//! per bridge call, 5–14 µs per socket hop, `Done` to result 12–18 µs, and ≈ 25 µs of supervisor
-//! bookkeeping around it.
+//! ## Costs (2 × AMD EPYC VM, kernel 6.18 with `sched_vcpu_pack=15`; `toolsearch bench cells --json`)
+//! Idle but for the bench (load average 0.84–1.17 at the start, 10 runs): a warm cell (ready
+//! worker, search + describe + call through the real gateway, submitted as soon as the pool is
+//! full) 0.64–0.76 ms p50 (p99 0.85–1.6); after 5 ms of idle 0.88–1.13 ms; the same cell in a
+//! QuickJS context inside the host (`inprocess`, the floor) 0.33–0.35 ms, so the process boundary
+//! costs 1.9–2.2×; cold (fork on demand) 2.1–3.1 ms; the Node-child-per-cell reference 47–49 ms
+//! (65–73× warm). A ready worker: 5.4–7.4 MiB RSS, 1.7–2.3 MiB PSS. Where a warm cell's time goes
+//! (CLOCK_MONOTONIC stamps on both sides, medians, `CellOptions::trace_phases`): submit → worker
+//! running 32–49 µs, compiling the body 80–101 µs (in-process 74–76), per bridge call guest
+//! 49–59 µs (28–29) / host 48–61 µs (45–50) / two socket trips 39–45 µs, after the last call
+//! 45–58 µs (24–25), `Done` → caller 42–49 µs (2). The worker ran on the submitting CPU in
+//! 56–93 % of the cells. With both CPUs busy with other builds (load 4.7–6.0, 3 runs) nearly the
+//! same: warm 0.60–0.67 ms, floor 0.32–0.33, node 68–70. The zygote builds the seccomp filter
+//! and compiles the prelude to bytecode once; workers inherit both; pool workers then rehearse a
+//! cell (`js/rehearsal.js`) so its first-touch page faults happen before `Ready` (2 minor faults
+//! during a warm cell, read from `/proc`). The zygote and its workers run 10 nice steps below the
+//! host ([`SupervisorConfig::worker_nice`]): guest code cannot starve the host's threads, and the
+//! refill that follows a cell (fork, hardening, rehearsal: ≈ 1 ms of CPU) does not preempt the
+//! caller that is reading the cell's result.
+//!
+//! ## Why warm cells were 4× slower than documented (issue 14)
+//! Both sides used to busy-poll after every frame they sent (the supervisor's task 250 µs, the
+//! worker 150 µs), because waking a sleeping peer on another, halted virtual CPU costs tens of
+//! microseconds. But this kernel packs wake-ups onto a busy virtual CPU (`sched_vcpu_pack=15`):
+//! the worker woken by `Run` or by a reply mostly ran on its supervisor's CPU, where the
+//! supervisor was polling for the worker's answer — and, 10 nice steps down, the worker got that
+//! CPU only when the window ended. Every wait for a frame cost the window plus ~50 µs. Measured in
+//! one interleaved run (load 7.4–7.6, 2 rounds) with the old policy and the host's window set to
+//! 0 / 100 / 250 / 500 µs: warm p50 0.64–0.67 / 1.06–1.09 / 1.70–1.86 / 3.15–3.64 ms, socket
+//! trips per bridge call 48 / 146–147 / 296–301 / 558–567 µs, submit → running 44–49 / 141–146 /
+//! 289–309 / 553–555 µs, the worker on the submitting CPU in 79–100 % of cells. The bisection
+//! (load 5.1–6.1, 3 rounds, same run): `09d3398` (before the background priority) 2.10–2.18 ms,
+//! `ce7f065` (with it) 1.70–2.02 ms, this policy 0.67–0.72 ms. The priority alone did not make the
+//! difference under load (old policy at nice 0: 1.73–1.80 ms vs 1.77–1.90 at +10, same run); on
+//! an idle machine it decided how soon the worker got in ahead of the poller (renicing the zygote
+//! to 0 gave 0.66–0.69 ms instead of 1.45–1.88). Where the worker lands is the kernel's choice
+//! and differs from machine to machine, which is why the old figures did not reproduce.
+//!
+//! The fix ([`Polling`], default [`PollWhen::PeerOnOtherCpu`]): every frame carries the CPU it was
+//! written from (read with `rdtscp`, no syscall, also under seccomp), and a side polls only while
+//! its peer runs on another CPU and is itself still polling (a worker left waiting longer than its
+//! window went to sleep, and where it wakes is unknown). Otherwise the worker sleeps in `poll` and
+//! the task of a cell alone in flight sleeps on the worker's socket in `ppoll` for up to its
+//! window (handing its CPU straight to the worker, and woken by its write without the runtime's
+//! park and unpark), then in the reactor. Same runs: `always` 1.70–1.90 ms, `never` 0.68–0.76,
+//! this policy 0.65–0.72 (load 5.2–7.7); sleeping on the socket instead of the reactor saved
+//! 5–8 µs per bridge call and 9–25 µs of submit → running after idle (load 6.1–6.8). When the
+//! worker happened to run on the other CPU (6–15 % of cells on the submitting one, an
+//! instrumented build, load 5.6–5.8), the trips cost 13–16 µs per call instead of 41–44 and a warm
+//! cell 0.55–0.60 ms: what is left on a shared CPU is two context switches per call (a bare
+//! `socketpair` round trip between two processes on one CPU, from a C probe: 9–10 µs here) and the
+//! JSON on both sides.
+//!
+//! On the idle machine (load 1.2–1.5, 2 rounds, same run): `ce7f065` 0.60 ms in a run where its
+//! workers happened to run on the other CPU, 1.74 in the other; `09d3398` 2.14–2.21; `always`
+//! 1.70; `never` 0.71–0.75; this policy 0.66–0.72. Tried and rejected, each A/B in one idle run:
+//! keeping the worker off the submitting CPU with a per-cell affinity mask (0.97–1.05 ms against
+//! 0.69–0.71: the other virtual CPU ran the same body 1.2–1.45× slower); yielding the CPU
+//! (`sched_yield`) instead of sleeping in `ppoll` (trips 35–38 µs instead of 44–45, but `Done` →
+//! caller 93–333 µs instead of 45: the worker exiting after `Done` kept the CPU); a zygote at
+//! `SCHED_BATCH` with workers switched back before `Ready`, at nice 0 (0.66–0.77 against
+//! 0.69–0.71); a longer `Ready` poll (1 or 2 ms instead of 150 µs, load 2.4–2.8: no change).
+//! Workers at the host's priority (`worker_nice` 0) gave 0.55 ms in two idle runs and 0.68–0.83
+//! in three later ones; the background priority stays.
 //!
 //! ## Process tree
 //! ```text
@@ -97,6 +144,7 @@ mod worker;
 mod zygote;
 
 mod gateway;
+mod inprocess;
 
 pub mod bench;
 
@@ -105,8 +153,11 @@ pub use error::SandboxError;
 pub use gateway::GatewayBridge;
 pub use harden::ALLOWED_SYSCALLS;
 pub use limits::{CellOptions, Limits};
-pub use outcome::{CellResult, CellTelemetry, LimitKind, LogLevel, LogLine, Outcome};
-pub use supervisor::{Supervisor, SupervisorConfig};
+pub use outcome::{
+    CallPhases, CellPhases, CellResult, CellTelemetry, LimitKind, LogLevel, LogLine, Outcome,
+};
+pub use protocol::PollWhen;
+pub use supervisor::{Polling, Supervisor, SupervisorConfig};
 // Untrusted text made safe for terminals, for other adapters too (the agent loop).
 pub(crate) use text::{strip_controls, truncate_to};
 

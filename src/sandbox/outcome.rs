@@ -199,6 +199,50 @@ pub struct CellTelemetry {
     pub logs_dropped: usize,
     /// Bytes of the JSON result (0 when there is none).
     pub result_bytes: usize,
+    /// Where the time went, when the cell ran with
+    /// [`CellOptions::trace_phases`](super::CellOptions::trace_phases) and ended with `Done`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub phases: Option<CellPhases>,
+}
+
+/// Where a traced cell's time went, in microseconds, from CLOCK_MONOTONIC stamps taken on both
+/// sides of every frame. The worker's stamps come from the worker: they are measurements to read,
+/// never inputs to a decision.
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize)]
+pub struct CellPhases {
+    /// From `run_cell` being called until the worker decoded the body: the supervisor's
+    /// bookkeeping (queue, pool), sending `Run`, waking the worker (or forking one, when cold).
+    pub submit_to_running_us: f64,
+    /// Compiling the body into its async wrapper function.
+    pub compile_us: f64,
+    /// One entry per bridge call (at most 64).
+    pub calls: Vec<CallPhases>,
+    /// After the last bridge reply (or the compile, without calls) until the worker encoded
+    /// `Done`: the guest's remaining work and the result's JSON encoding.
+    pub tail_us: f64,
+    /// From the worker encoding `Done` until `run_cell` returned: the frame's trip, its
+    /// validation and decoding, killing the worker, handing the result to the caller's task.
+    pub result_to_caller_us: f64,
+    /// The CPU the supervisor's task sent `Run` from, if known.
+    pub host_cpu: Option<u32>,
+    /// The CPU the worker decoded `Run` on, if known.
+    pub worker_cpu: Option<u32>,
+    /// The worker's `Done` stamp, to finish `result_to_caller_us` at the caller.
+    #[serde(skip)]
+    pub(crate) done_ns: u64,
+}
+
+/// One bridge call of a traced cell, in microseconds.
+#[derive(Debug, Clone, Copy, Default, PartialEq, serde::Serialize)]
+pub struct CallPhases {
+    /// Guest work before the call: from the worker resuming (the compile or the previous reply)
+    /// until the `Call` frame was written.
+    pub guest_us: f64,
+    /// The two socket trips: `Call` written → read by the supervisor, plus `Reply` written →
+    /// decoded by the worker (wake-ups included).
+    pub hops_us: f64,
+    /// On the supervisor: `Call` read → `Reply` written (decoding, the bridge, encoding).
+    pub host_us: f64,
 }
 
 /// What a cell produced.

@@ -32,6 +32,9 @@ pub(crate) enum HostFrame {
         id: u64,
         /// The outcome.
         result: ReplyResult,
+        /// The CPU the supervisor wrote this from (see [`RunCell::cpu`]).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        cpu: Option<u32>,
     },
     /// Supervisor self-check: perform a syscall outside the allow-list (expects `SIGSYS`).
     ForbiddenSyscall,
@@ -45,6 +48,14 @@ pub(crate) struct RunCell {
     pub code: String,
     /// Wall-clock budget in ms, already clamped.
     pub timeout_ms: u64,
+    /// Stamp the cell's phases and report them in [`Done::trace`] (the benchmark's
+    /// `CellOptions::trace_phases`).
+    #[serde(default)]
+    pub trace: bool,
+    /// The CPU the supervisor wrote this frame from, if known: a waiting worker spins only while
+    /// its supervisor runs on another CPU (`Channel::wait_readable`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu: Option<u32>,
 }
 
 /// A bridge call's outcome, as sent to the worker.
@@ -61,19 +72,23 @@ pub(crate) enum ReplyResult {
 /// it straight into the frame instead of first turning it into JSON text. Same wire shape (the
 /// worker decodes it as `HostFrame`; a test pins that).
 pub(crate) enum ReplyRef<'a> {
-    /// `{"reply": {"id": id, "result": {"ok": value}}}`.
+    /// `{"reply": {"id": id, "result": {"ok": value}, "cpu": cpu}}`.
     Ok {
         /// The call's id.
         id: u64,
         /// The tool's result.
         value: &'a serde_json::Value,
+        /// The supervisor's CPU.
+        cpu: Option<u32>,
     },
-    /// `{"reply": {"id": id, "result": {"err": message}}}`.
+    /// `{"reply": {"id": id, "result": {"err": message}, "cpu": cpu}}`.
     Err {
         /// The call's id.
         id: u64,
         /// The rejection message.
         message: &'a str,
+        /// The supervisor's CPU.
+        cpu: Option<u32>,
     },
 }
 
@@ -82,7 +97,12 @@ impl Serialize for ReplyRef<'_> {
         #[derive(Serialize)]
         #[serde(rename_all = "snake_case")]
         enum Wire<'a> {
-            Reply { id: u64, result: WireResult<'a> },
+            Reply {
+                id: u64,
+                result: WireResult<'a>,
+                #[serde(skip_serializing_if = "Option::is_none")]
+                cpu: Option<u32>,
+            },
         }
         #[derive(Serialize)]
         #[serde(rename_all = "snake_case")]
@@ -90,11 +110,11 @@ impl Serialize for ReplyRef<'_> {
             Ok(&'a serde_json::Value),
             Err(&'a str),
         }
-        let (id, result) = match *self {
-            ReplyRef::Ok { id, value } => (id, WireResult::Ok(value)),
-            ReplyRef::Err { id, message } => (id, WireResult::Err(message)),
+        let (id, result, cpu) = match *self {
+            ReplyRef::Ok { id, value, cpu } => (id, WireResult::Ok(value), cpu),
+            ReplyRef::Err { id, message, cpu } => (id, WireResult::Err(message), cpu),
         };
-        Wire::Reply { id, result }.serialize(serializer)
+        Wire::Reply { id, result, cpu }.serialize(serializer)
     }
 }
 
@@ -106,6 +126,10 @@ pub(crate) enum WorkerFrame {
     Ready {
         /// The worker's pid as it sees it (checked against the zygote's report).
         pid: u32,
+        /// The CPU it sent this from: while it polls for `Run` (`WorkerConfig::ready_spin_us`),
+        /// that is where it runs.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        cpu: Option<u32>,
     },
     /// The guest awaited a bridge call.
     Call {
@@ -115,6 +139,11 @@ pub(crate) enum WorkerFrame {
         op: BridgeOp,
         /// JSON array of the JS arguments.
         args: Box<RawValue>,
+        /// The CPU the worker wrote this from, if known: the supervisor spins for the reply's
+        /// successor only while its worker runs on another CPU (`cell::drive`). Untrusted: a
+        /// wrong value only changes whether the supervisor polls (bounded) or sleeps.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        cpu: Option<u32>,
     },
     /// The cell is over (every started bridge call has been answered).
     Done(Done),
@@ -140,6 +169,79 @@ pub(crate) struct Done {
     pub bridge_calls: u32,
     /// Bytes of the JSON result.
     pub result_bytes: usize,
+    /// The worker's stamps, when the `Run` asked for them. Untrusted like everything else in the
+    /// frame: only ever reported, never acted on.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trace: Option<WorkerTrace>,
+}
+
+/// Bridge calls whose stamps a traced cell records (later calls are not stamped).
+pub(crate) const TRACE_CALLS: usize = 64;
+
+/// The worker's side of a traced cell: [`mono_ns`] stamps.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct WorkerTrace {
+    /// The `Run` frame was decoded.
+    pub run: u64,
+    /// The body was compiled (the wrapper function exists).
+    pub compiled: u64,
+    /// Per bridge call, by id (1 first), at most [`TRACE_CALLS`]: `[Call frame written, Reply
+    /// decoded]` (0 when it did not happen).
+    pub calls: Vec<[u64; 2]>,
+    /// Just before the `Done` frame was encoded.
+    pub done: u64,
+    /// The CPU the worker decoded `Run` on, if known.
+    pub cpu: Option<u32>,
+}
+
+/// CLOCK_MONOTONIC in nanoseconds: one clock for every process on the machine, so the stamps of
+/// supervisor and worker can be subtracted from each other. A vDSO read (no syscall on x86_64).
+pub(crate) fn mono_ns() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: a valid timespec out-pointer; CLOCK_MONOTONIC always exists.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    (ts.tv_sec as u64).saturating_mul(1_000_000_000) + ts.tv_nsec as u64
+}
+
+/// The CPU this thread runs on, without a syscall (so it is safe under the worker's seccomp
+/// filter): on x86_64, Linux keeps the CPU number in `TSC_AUX` (low 12 bits), which `rdtscp`
+/// reads. `None` on other architectures and on CPUs without `rdtscp` (asked once with `cpuid`;
+/// forked workers inherit the answer).
+pub(crate) fn current_cpu() -> Option<u32> {
+    #[cfg(target_arch = "x86_64")]
+    {
+        use std::sync::atomic::{AtomicU8, Ordering};
+        // 0 = not asked yet, 1 = no rdtscp, 2 = rdtscp.
+        static RDTSCP: AtomicU8 = AtomicU8::new(0);
+        let known = match RDTSCP.load(Ordering::Relaxed) {
+            0 => {
+                // CPUID 0x8000_0001, EDX bit 27: RDTSCP. Leaf 0x8000_0000 gives the highest
+                // extended leaf.
+                let max = core::arch::x86_64::__cpuid(0x8000_0000).eax;
+                let has = max >= 0x8000_0001
+                    && core::arch::x86_64::__cpuid(0x8000_0001).edx & (1 << 27) != 0;
+                let v = if has { 2 } else { 1 };
+                RDTSCP.store(v, Ordering::Relaxed);
+                v
+            }
+            v => v,
+        };
+        if known != 2 {
+            return None;
+        }
+        let mut aux = 0u32;
+        // SAFETY: rdtscp is present (checked above) and only writes `aux`.
+        unsafe { core::arch::x86_64::__rdtscp(&mut aux) };
+        Some(aux & 0xfff)
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        None
+    }
 }
 
 /// How a cell ended inside the worker.
@@ -286,6 +388,58 @@ pub(crate) struct WorkerConfig {
     /// Rehearse a cell before `Ready` (pool workers: it moves first-touch costs off the cell's
     /// path; a worker forked for a waiting cell skips it, the cell would pay it anyway).
     pub rehearse: bool,
+    /// How the worker waits for a bridge reply.
+    pub spin: Spin,
+    /// How long a ready worker polls for `Run` after sending `Ready`, in microseconds.
+    pub ready_spin_us: u32,
+}
+
+/// When the supervisor's task and a worker poll (busy-wait) for each other's next frame before
+/// sleeping ([`Polling`](super::Polling)).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PollWhen {
+    /// After every frame sent, wherever the peer runs (the behaviour before issue 14). When the
+    /// scheduler puts both on one CPU, every wait lasts the whole window: the poller holds the
+    /// CPU its peer needs to answer.
+    Always,
+    /// Never: sleep in the runtime's reactor at once; every frame costs a wake-up.
+    Never,
+    /// Poll only while the peer's last frame came from another CPU. Otherwise a worker sleeps in
+    /// `poll(2)`, and the supervisor's task (of a cell alone in flight) sleeps on the worker's
+    /// socket in `ppoll(2)` for up to its window before falling back to the reactor: that hands
+    /// the CPU straight to a worker on the same CPU, and the worker's write wakes it without the
+    /// runtime's park and unpark. The default.
+    #[default]
+    PeerOnOtherCpu,
+}
+
+/// A polling policy: when, and for how long at most.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct Spin {
+    /// When to poll.
+    pub when: PollWhen,
+    /// The longest poll, in microseconds.
+    pub micros: u32,
+}
+
+impl Spin {
+    /// How long to poll now, given the CPU the peer last reported.
+    pub(crate) fn window(&self, peer_cpu: Option<u32>) -> std::time::Duration {
+        let poll = match self.when {
+            PollWhen::Always => true,
+            PollWhen::Never => false,
+            PollWhen::PeerOnOtherCpu => {
+                peer_cpu.is_some_and(|peer| current_cpu().is_some_and(|mine| mine != peer))
+            }
+        };
+        if poll {
+            std::time::Duration::from_micros(u64::from(self.micros))
+        } else {
+            std::time::Duration::ZERO
+        }
+    }
 }
 
 /// Exit codes of a worker that failed before `Ready`: one per setup stage, so the supervisor can
@@ -377,6 +531,7 @@ mod tests {
             &ReplyRef::Ok {
                 id: 3,
                 value: &value,
+                cpu: Some(1),
             },
             &mut buf,
         )
@@ -385,6 +540,7 @@ mod tests {
             &ReplyRef::Err {
                 id: 4,
                 message: "no \"such\" tool",
+                cpu: None,
             },
             &mut buf,
         )
@@ -403,10 +559,12 @@ mod tests {
                 HostFrame::Reply {
                     id: 3,
                     result: ReplyResult::Ok(raw),
+                    cpu: Some(1),
                 },
                 HostFrame::Reply {
                     id: 4,
                     result: ReplyResult::Err(message),
+                    cpu: None,
                 },
             ] => {
                 let back: serde_json::Value =
@@ -426,6 +584,7 @@ mod tests {
             result: ReplyResult::Ok(
                 RawValue::from_string("null".into()).unwrap_or_else(|_| unreachable!("valid JSON")),
             ),
+            cpu: None,
         };
         encode(&reply, &mut buf).unwrap_or_else(|e| panic!("{e}"));
         let Split::Frame { len } = split_frame(&buf, 1 << 20) else {
@@ -437,6 +596,7 @@ mod tests {
             HostFrame::Reply {
                 id: 7,
                 result: ReplyResult::Ok(v),
+                ..
             } => assert_eq!(v.get(), "null"),
             other => panic!("{other:?}"),
         }
@@ -445,6 +605,82 @@ mod tests {
             split_frame(&buf[..buf.len() - 1], 1 << 20),
             Split::Incomplete
         );
+    }
+
+    #[test]
+    fn the_cpu_is_read_without_a_syscall_and_matches_the_kernel() {
+        // rdtscp and sched_getcpu agree whenever the thread did not migrate between the reads:
+        // bracket it by two kernel answers and retry until both brackets agree.
+        for _ in 0..1_000 {
+            // SAFETY: sched_getcpu has no preconditions.
+            let before = unsafe { libc::sched_getcpu() };
+            let ours = current_cpu();
+            // SAFETY: as above.
+            let after = unsafe { libc::sched_getcpu() };
+            if before == after && before >= 0 {
+                if let Some(cpu) = ours {
+                    assert_eq!(i64::from(cpu), i64::from(before));
+                }
+                return;
+            }
+        }
+        panic!("the thread migrated between every pair of reads");
+    }
+
+    #[test]
+    fn spin_windows_follow_the_policy() {
+        let window = |when, peer| Spin { when, micros: 70 }.window(peer);
+        let full = std::time::Duration::from_micros(70);
+        assert_eq!(window(PollWhen::Always, None), full);
+        assert_eq!(
+            window(PollWhen::Never, Some(u32::MAX)),
+            std::time::Duration::ZERO
+        );
+        // An unknown peer CPU is never polled for.
+        assert_eq!(
+            window(PollWhen::PeerOnOtherCpu, None),
+            std::time::Duration::ZERO
+        );
+        // A CPU no thread runs on is "another CPU" whenever this thread's is known.
+        let other = if current_cpu().is_some() {
+            full
+        } else {
+            std::time::Duration::ZERO
+        };
+        assert_eq!(window(PollWhen::PeerOnOtherCpu, Some(u32::MAX)), other);
+    }
+
+    #[test]
+    fn frames_without_cpus_or_traces_still_decode() {
+        let run: HostFrame =
+            serde_json::from_str(r#"{"run": {"code": "return 1", "timeout_ms": 5}}"#)
+                .unwrap_or_else(|e| panic!("{e}"));
+        match run {
+            HostFrame::Run(RunCell {
+                trace: false,
+                cpu: None,
+                ..
+            }) => {}
+            other => panic!("{other:?}"),
+        }
+        let ready: WorkerFrame =
+            serde_json::from_str(r#"{"ready": {"pid": 7}}"#).unwrap_or_else(|e| panic!("{e}"));
+        assert!(matches!(ready, WorkerFrame::Ready { pid: 7, cpu: None }));
+        // A trace is checked field by field like the rest of `Done`.
+        let done = |trace: &str| {
+            format!(
+                r#"{{"done": {{"status": "ok", "value": null, "error": null, "logs": [],
+                "logs_dropped": 0, "log_bytes": 0, "bridge_calls": 0, "result_bytes": 0,
+                "trace": {{"run": 1, "compiled": 2, "calls": [[3, 4]], "done": 5, "cpu": 0{trace}}}}}}}"#
+            )
+        };
+        match serde_json::from_str::<WorkerFrame>(&done("")) {
+            Ok(WorkerFrame::Done(Done {
+                trace: Some(trace), ..
+            })) => assert_eq!(trace.calls, vec![[3, 4]]),
+            other => panic!("{other:?}"),
+        }
+        assert!(serde_json::from_str::<WorkerFrame>(&done(r#", "extra": 1"#)).is_err());
     }
 
     #[test]

@@ -23,10 +23,13 @@ use super::control::Zygote;
 use super::error::SandboxError;
 use super::limits::{CellOptions, Limits, clamp_timeout};
 use super::outcome::{CellResult, CellTelemetry, LimitKind, Outcome};
-use super::protocol::WorkerConfig;
+use super::protocol::{PollWhen, Spin, WorkerConfig, mono_ns};
 
 /// Consecutive failed forks after which the background refill waits for the next cell.
 const REFILL_FAILURES_BEFORE_PAUSE: u32 = 3;
+
+/// How long the refill waits for the workers of finished cells to be reaped before forking.
+const RETIRED_EXIT_WAIT: Duration = Duration::from_millis(100);
 
 /// How often [`Supervisor::wait_pool_full`] asks a paused refill to try again.
 const REFILL_RETRY: Duration = Duration::from_millis(50);
@@ -52,18 +55,70 @@ pub struct SupervisorConfig {
     /// handling, and a refill started after a cell does not stall the caller that is reading its
     /// result (measured on the 2-vCPU VM: ~0.2 ms at p50 before this).
     pub worker_nice: u8,
+    /// How supervisor and worker wait for each other's frames. Default [`Polling::default`].
+    pub polling: Polling,
 }
 
 impl SupervisorConfig {
-    /// Defaults: pool of 2, [`Limits::default`].
+    /// Defaults: pool of 2, [`Limits::default`], nice +10, [`Polling::default`].
     pub fn new(worker_binary: impl Into<PathBuf>) -> SupervisorConfig {
         SupervisorConfig {
             worker_binary: worker_binary.into(),
             pool_size: 2,
             limits: Limits::default(),
             worker_nice: DEFAULT_WORKER_NICE,
+            polling: Polling::default(),
         }
     }
+}
+
+/// How the supervisor's task and a worker wait for each other's next frame: poll (busy-wait)
+/// for a short window after sending, then sleep. Waking a sleeping peer on another, idle CPU
+/// costs tens of microseconds on a VM (its virtual CPU halted); polling while the peer waits for
+/// the same CPU costs the whole window (measured on the 2-vCPU VM with `bench cells`: every
+/// exchange took window + ~50 µs, warm cells 0.65 → 1.7–1.9 ms with the 250 µs window; see the
+/// module doc of `sandbox`). Only a cell alone in flight polls or sleeps on its socket on the
+/// supervisor's side; others wait in the runtime's reactor.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Polling {
+    /// When both sides poll. Default [`PollWhen::PeerOnOtherCpu`]: each frame carries the
+    /// sender's CPU, and a side polls only while its peer runs elsewhere.
+    pub when: PollWhen,
+    /// The supervisor's longest poll after each exchange. Default 250 µs, clamp 0–2 ms.
+    pub host_window: Duration,
+    /// A worker's longest poll for a bridge reply. Default 150 µs, clamp 0–2 ms.
+    pub worker_window: Duration,
+    /// How long a fresh worker polls for `Run` after reporting `Ready` (always, whatever
+    /// `when`: nobody else is waiting for its CPU then). Default 150 µs, clamp 0–2 ms.
+    pub ready_window: Duration,
+}
+
+impl Default for Polling {
+    fn default() -> Polling {
+        Polling {
+            when: PollWhen::PeerOnOtherCpu,
+            host_window: Duration::from_micros(250),
+            worker_window: Duration::from_micros(150),
+            ready_window: Duration::from_micros(150),
+        }
+    }
+}
+
+impl Polling {
+    /// Every window moved into its range.
+    pub fn clamped(self) -> Polling {
+        let max = Duration::from_millis(2);
+        Polling {
+            when: self.when,
+            host_window: self.host_window.min(max),
+            worker_window: self.worker_window.min(max),
+            ready_window: self.ready_window.min(max),
+        }
+    }
+}
+
+fn micros(d: Duration) -> u32 {
+    u32::try_from(d.as_micros()).unwrap_or(u32::MAX)
 }
 
 /// Runs code cells in sandboxed worker processes. Cheap to clone (an `Arc` inside); `Send + Sync`.
@@ -81,9 +136,13 @@ struct Inner {
     pool_size: usize,
     limits: Limits,
     worker: WorkerConfig,
+    host_spin: Spin,
     zygote: Mutex<Option<Arc<Zygote>>>,
     respawn: tokio::sync::Mutex<()>,
     pool: Mutex<VecDeque<ReadyWorker>>,
+    /// Workers whose cells ended: killed, their descriptors still open, perhaps not yet reaped.
+    /// The refill closes them (see `fill_pool`).
+    retired: Mutex<Vec<ReadyWorker>>,
     refill: Arc<Notify>,
     /// Signalled (to every waiter) whenever a worker joins the pool.
     pooled: Notify,
@@ -102,6 +161,7 @@ impl Drop for Inner {
         // Dropping the pool kills idle workers; dropping the zygote handle makes its thread shut
         // the zygote down, which kills and reaps the rest.
         lock(&self.pool).clear();
+        lock(&self.retired).clear();
     }
 }
 
@@ -110,6 +170,7 @@ impl Supervisor {
     /// whether workers can start is [`Supervisor::probe`]'s question.
     pub async fn start(config: SupervisorConfig) -> Result<Supervisor, SandboxError> {
         let limits = config.limits.clamped();
+        let polling = config.polling.clamped();
         let worker = WorkerConfig {
             memory_limit: limits.memory_limit_bytes,
             max_stack: limits.max_stack_bytes,
@@ -119,6 +180,15 @@ impl Supervisor {
             result_bytes: limits.result_bytes,
             bridge_calls: limits.bridge_calls,
             rehearse: false,
+            spin: Spin {
+                when: polling.when,
+                micros: micros(polling.worker_window),
+            },
+            ready_spin_us: micros(polling.ready_window),
+        };
+        let host_spin = Spin {
+            when: polling.when,
+            micros: micros(polling.host_window),
         };
         let worker_nice = config.worker_nice.min(19);
         let zygote = Zygote::spawn(&config.worker_binary, worker_nice).await?;
@@ -129,9 +199,11 @@ impl Supervisor {
             slots: Semaphore::new(limits.live_workers),
             limits,
             worker,
+            host_spin,
             zygote: Mutex::new(Some(Arc::new(zygote))),
             respawn: tokio::sync::Mutex::new(()),
             pool: Mutex::new(VecDeque::new()),
+            retired: Mutex::new(Vec::new()),
             refill: Arc::new(Notify::new()),
             pooled: Notify::new(),
             closed: AtomicBool::new(false),
@@ -151,32 +223,43 @@ impl Supervisor {
         self.inner.pool_size
     }
 
-    /// Runs one cell. Never panics and never returns an error: every failure is an [`Outcome`].
+    /// Runs one cell. Never panics and never returns an error: every failure is an [`Outcome`]
+    /// (a panicking [`Bridge`] included: it ends the cell with `ProtocolError`).
     ///
-    /// The cell runs on its own Tokio task (so its I/O wake-ups stay on a runtime thread);
-    /// dropping the returned future aborts that task, which kills the worker and cancels the
-    /// cell's bridge calls.
+    /// The cell is driven by the caller's own task, not a spawned one: handing the cell to a new
+    /// task and its result back woke a second runtime thread at both ends (on a 2-vCPU VM, often
+    /// the one on the other, idle CPU: tens of microseconds each way). Call it from a task, as a
+    /// request handler does; from `block_on` every socket wake-up crosses threads. Dropping the
+    /// returned future kills the worker and cancels the cell's bridge calls.
     pub async fn run_cell(
         &self,
         code: &str,
         bridge: Arc<dyn Bridge>,
         opts: CellOptions,
     ) -> CellResult {
-        let inner = self.inner.clone();
-        let code = code.to_owned();
-        let refill = self.inner.refill.clone();
-        let mut task = AbortOnDrop {
-            task: tokio::spawn(async move { inner.run_cell(&code, bridge, opts).await }),
-            refill,
-        };
-        match (&mut task.task).await {
-            Ok(result) => result,
-            Err(e) => CellResult::failed(
+        let traced_from = opts.trace_phases.then(mono_ns);
+        // Dropped last, once the caller has its result (or gave up): the refill then never
+        // competes with the cell for the CPU.
+        let _refill = RefillOnDrop(self.inner.refill.clone());
+        let cell = CatchUnwind(Box::pin(self.inner.run_cell(
+            code,
+            bridge,
+            opts,
+            traced_from,
+        )));
+        match cell.await {
+            Ok(mut result) => {
+                if let Some(phases) = &mut result.telemetry.phases {
+                    let now = mono_ns();
+                    phases.result_to_caller_us = now.saturating_sub(phases.done_ns) as f64 / 1e3;
+                }
+                result
+            }
+            Err(()) => CellResult::failed(
                 Outcome::ProtocolError {
-                    detail: format!(
-                        "the task driving the cell failed ({}); a Bridge implementation may have panicked",
-                        if e.is_panic() { "panic" } else { "cancelled" }
-                    ),
+                    detail: "the cell's driver panicked; a Bridge implementation may have \
+                             panicked"
+                        .into(),
                 },
                 CellTelemetry::default(),
             ),
@@ -186,16 +269,17 @@ impl Supervisor {
     /// Can a worker start and run a cell here (under the seccomp filter)? Forks a fresh worker
     /// and runs `return 1 + 1`. Code mode falls back to tools mode when this fails (R-8.6).
     pub async fn probe(&self) -> Result<(), SandboxError> {
-        let worker = self.inner.spawn_worker(false).await?;
+        let mut worker = self.inner.spawn_worker(false).await?;
         let limits = &self.inner.limits;
         let result = cell::drive(
-            worker,
+            &mut worker,
             "return 1 + 1",
             Arc::new(NoBridge),
             limits.code_timeout,
             limits,
             CellTelemetry::default(),
-            false,
+            None,
+            None,
         )
         .await;
         match (&result.outcome, &result.value) {
@@ -286,6 +370,8 @@ impl Supervisor {
         inner.refill.notify_one();
         let idle: Vec<ReadyWorker> = lock(&inner.pool).drain(..).collect();
         drop(idle);
+        let retired: Vec<ReadyWorker> = lock(&inner.retired).drain(..).collect();
+        drop(retired);
         let zygote = lock(&inner.zygote).take();
         if let Some(z) = zygote {
             z.kill_all();
@@ -296,7 +382,13 @@ impl Supervisor {
 }
 
 impl Inner {
-    async fn run_cell(&self, code: &str, bridge: Arc<dyn Bridge>, opts: CellOptions) -> CellResult {
+    async fn run_cell(
+        &self,
+        code: &str,
+        bridge: Arc<dyn Bridge>,
+        opts: CellOptions,
+        traced_from: Option<u64>,
+    ) -> CellResult {
         let t0 = Instant::now();
         let timeout = clamp_timeout(opts.timeout.unwrap_or(self.limits.code_timeout));
         let mut telemetry = CellTelemetry {
@@ -317,7 +409,7 @@ impl Inner {
         if self.closed.load(Ordering::SeqCst) {
             return CellResult::failed(shut_down(), telemetry);
         }
-        let (worker, warm) = match self.take_ready() {
+        let (mut worker, warm) = match self.take_ready() {
             Some(w) => (w, true),
             None => match self.spawn_worker(false).await {
                 Ok(w) => (w, false),
@@ -338,7 +430,29 @@ impl Inner {
         // Alone, the cell may spin on its worker's socket (see `cell::drive`); with other cells
         // in flight it leaves the runtime's threads to them.
         let solo = self.slots.available_permits() + 1 >= self.limits.live_workers;
-        cell::drive(worker, code, bridge, timeout, &self.limits, telemetry, solo).await
+        let ready_spin = Duration::from_micros(u64::from(self.worker.ready_spin_us));
+        let solo = solo.then(|| cell::SoloWait {
+            spin: self.host_spin,
+            worker_window: Duration::from_micros(u64::from(self.worker.spin.micros)),
+            worker_cpu: worker.polling_on(ready_spin),
+        });
+        let result = cell::drive(
+            &mut worker,
+            code,
+            bridge,
+            timeout,
+            &self.limits,
+            telemetry,
+            solo,
+            traced_from,
+        )
+        .await;
+        // Closing the worker's socket and pidfd took ~40 µs here (the close wakes the dying
+        // worker on a shared CPU): the refill does it, after the caller has its result.
+        if self.pool_size > 0 && !self.closed.load(Ordering::SeqCst) {
+            lock(&self.retired).push(worker);
+        }
+        result
     }
 
     fn current_zygote(&self) -> Option<Arc<Zygote>> {
@@ -399,8 +513,17 @@ impl Inner {
     async fn fill_pool(&self) {
         let mut failures = 0;
         loop {
+            // A killed worker still has to exit (unmapping its memory: ~0.2 ms of CPU here).
+            // Forking only after that keeps the exit from landing on the next cell's path, where
+            // it ran on the same CPU as the cell right after the new worker's `Ready`
+            // (`perf sched`: submit → running 50 → 300 µs). Drained on every pass, so the list
+            // stays as short as the number of cells since the last one.
+            let retired: Vec<ReadyWorker> = lock(&self.retired).drain(..).collect();
             if self.closed.load(Ordering::SeqCst) || lock(&self.pool).len() >= self.pool_size {
                 return;
+            }
+            for mut worker in retired {
+                worker.process.wait_exit(RETIRED_EXIT_WAIT).await;
             }
             match self.spawn_worker(true).await {
                 Ok(w) => {
@@ -437,17 +560,31 @@ async fn refill_loop(inner: Weak<Inner>, wake: Arc<Notify>) {
     }
 }
 
-/// Aborts the cell's task when `run_cell`'s future is dropped, and starts the pool refill once the
-/// caller has its result (so forking a replacement never competes with the cell for the CPU).
-struct AbortOnDrop {
-    task: tokio::task::JoinHandle<CellResult>,
-    refill: Arc<Notify>,
+/// Starts the pool refill when dropped.
+struct RefillOnDrop(Arc<Notify>);
+
+impl Drop for RefillOnDrop {
+    fn drop(&mut self) {
+        self.0.notify_one();
+    }
 }
 
-impl Drop for AbortOnDrop {
-    fn drop(&mut self) {
-        self.task.abort();
-        self.refill.notify_one();
+/// Polls a future and turns a panic inside it into `Err(())` (the future is then dropped, which
+/// kills the cell's worker).
+struct CatchUnwind<F>(std::pin::Pin<Box<F>>);
+
+impl<F: std::future::Future> std::future::Future for CatchUnwind<F> {
+    type Output = Result<F::Output, ()>;
+
+    fn poll(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Self::Output> {
+        let inner = self.0.as_mut();
+        match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| inner.poll(cx))) {
+            Ok(poll) => poll.map(Ok),
+            Err(_) => std::task::Poll::Ready(Err(())),
+        }
     }
 }
 
@@ -486,5 +623,21 @@ mod tests {
         send_sync::<Supervisor>();
         send_sync::<CellResult>();
         send_sync::<SupervisorConfig>();
+    }
+
+    #[test]
+    fn polling_windows_are_clamped_to_two_milliseconds() {
+        let p = Polling {
+            when: PollWhen::Always,
+            host_window: Duration::from_secs(1),
+            worker_window: Duration::ZERO,
+            ready_window: Duration::from_micros(1_999),
+        }
+        .clamped();
+        assert_eq!(p.when, PollWhen::Always);
+        assert_eq!(p.host_window, Duration::from_millis(2));
+        assert_eq!(p.worker_window, Duration::ZERO);
+        assert_eq!(p.ready_window, Duration::from_micros(1_999));
+        assert_eq!(Polling::default().clamped(), Polling::default());
     }
 }

@@ -13,13 +13,15 @@
 use std::fs::File;
 use std::io::{self, Read, Write};
 use std::os::fd::{FromRawFd, RawFd};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use seccompiler::BpfProgram;
 
 use super::harden;
 use super::isolate::{Isolate, Served};
-use super::protocol::{self, HostFrame, SetupStage, Split, WorkerConfig, WorkerFrame};
+use super::protocol::{
+    self, HostFrame, PollWhen, SetupStage, Spin, Split, WorkerConfig, WorkerFrame,
+};
 
 /// Why [`Channel::recv`] failed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -38,6 +40,14 @@ pub(crate) struct Channel {
     scratch: Box<[u8]>,
     frame_cap: usize,
     offline: bool,
+    /// How to wait for a reply once the cell runs.
+    spin: Spin,
+    /// How long to poll for `Run` after `Ready`.
+    ready_spin: Duration,
+    /// The CPU the supervisor's last frame came from.
+    peer_cpu: Option<u32>,
+    /// `Run` was received.
+    running: bool,
 }
 
 impl Channel {
@@ -54,7 +64,21 @@ impl Channel {
             scratch: vec![0u8; 64 * 1024].into_boxed_slice(),
             frame_cap,
             offline: false,
+            spin: Spin {
+                when: PollWhen::Always,
+                micros: DEFAULT_SPIN_US,
+            },
+            ready_spin: Duration::from_micros(u64::from(DEFAULT_SPIN_US)),
+            peer_cpu: None,
+            running: false,
         }
+    }
+
+    /// Sets how the channel polls before sleeping: `spin` while a cell runs, `ready_spin_us` for
+    /// `Run` after `Ready`.
+    pub(crate) fn set_spin(&mut self, spin: Spin, ready_spin_us: u32) {
+        self.spin = spin;
+        self.ready_spin = Duration::from_micros(u64::from(ready_spin_us));
     }
 
     /// The largest frame either side may send.
@@ -105,8 +129,16 @@ impl Channel {
         match protocol::split_frame(&self.buf[self.start..], self.frame_cap) {
             Split::Frame { len } => {
                 let body = self.start + protocol::HEADER..self.start + protocol::HEADER + len;
-                let frame =
+                let frame: HostFrame =
                     serde_json::from_slice(&self.buf[body]).map_err(|_| ChannelError::Malformed)?;
+                match &frame {
+                    HostFrame::Run(run) => {
+                        self.peer_cpu = run.cpu;
+                        self.running = !self.offline;
+                    }
+                    HostFrame::Reply { cpu, .. } => self.peer_cpu = *cpu,
+                    HostFrame::ForbiddenSyscall => {}
+                }
                 self.start += protocol::HEADER + len;
                 if self.start == self.buf.len() {
                     self.buf.clear();
@@ -127,6 +159,8 @@ impl Channel {
         self.buf.clear();
         self.start = 0;
         self.offline = offline;
+        self.peer_cpu = None;
+        self.running = false;
         if offline {
             self.buf.extend_from_slice(frames);
         }
@@ -135,11 +169,16 @@ impl Channel {
     /// Polls the socket until readable (`true`) or the deadline (`false`).
     ///
     /// A bridge reply usually arrives within tens of microseconds; sleeping in `poll` and being
-    /// woken costs about as much again on a virtualized host. So the worker first spins for a
-    /// short, bounded time ([`SPIN`]) with zero-timeout polls, then blocks.
+    /// woken costs about as much again on a virtualized host. So the worker may first spin for a
+    /// short, bounded time with zero-timeout polls (see [`Channel::set_spin`]), then blocks.
     fn wait_readable(&self, deadline: Option<Instant>) -> Result<bool, ChannelError> {
         use std::os::fd::AsRawFd;
-        let spin_until = Instant::now() + SPIN;
+        let window = if self.running {
+            self.spin.window(self.peer_cpu)
+        } else {
+            self.ready_spin
+        };
+        let spin_until = Instant::now() + window;
         loop {
             let mut pfd = libc::pollfd {
                 fd: self.file.as_raw_fd(),
@@ -186,8 +225,8 @@ impl Channel {
     }
 }
 
-/// How long a worker spins for a bridge reply before sleeping in `poll`.
-const SPIN: std::time::Duration = std::time::Duration::from_micros(150);
+/// How long a worker spins for a bridge reply before sleeping in `poll`, unless configured.
+pub(crate) const DEFAULT_SPIN_US: u32 = 150;
 
 /// Entry point of a forked worker. Never returns: exits with 0 after its cell, or with the
 /// [`SetupStage`] code of the step that failed.
@@ -238,13 +277,15 @@ fn run(
     let isolate = Isolate::new(config.memory_limit, harden::stack_budget(config.max_stack))
         .map_err(|_| SetupStage::Isolate)?;
     // SAFETY: isolate_fds moved the socket to IPC_FD; nothing else owns it.
-    let chan = unsafe { Channel::from_fd(harden::IPC_FD, config.frame_bytes) };
+    let mut chan = unsafe { Channel::from_fd(harden::IPC_FD, config.frame_bytes) };
+    chan.set_spin(config.spin, config.ready_spin_us);
     let served = isolate.serve(chan, config, prelude, |chan| {
         harden::install_filter(filter).map_err(|_| SetupStage::Seccomp)?;
         let mut frame = Vec::with_capacity(32);
         protocol::encode(
             &WorkerFrame::Ready {
                 pid: u32::try_from(pid).unwrap_or(0),
+                cpu: protocol::current_cpu(),
             },
             &mut frame,
         )

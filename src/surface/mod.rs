@@ -520,7 +520,10 @@ impl Surface {
             .run_cell(
                 code,
                 Arc::new(self.cell_bridge(gateway)),
-                CellOptions { timeout },
+                CellOptions {
+                    timeout,
+                    ..CellOptions::default()
+                },
             )
             .instrument(span.clone())
             .await;

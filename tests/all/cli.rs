@@ -230,7 +230,7 @@ fn bench_cells_json_reports_every_series_from_the_same_run() {
     let out = toolsearch(&["bench", "cells", "--json", "--iterations", "3"]);
     assert!(out.status.success(), "{}", stderr(&out));
     let report: Value = serde_json::from_str(&stdout(&out)).unwrap();
-    for series in ["warm", "warm_after_idle", "cold", "node"] {
+    for series in ["warm", "warm_after_idle", "inprocess", "cold", "node"] {
         let s = &report[series];
         let p50 = s["p50_ms"]
             .as_f64()
@@ -238,11 +238,68 @@ fn bench_cells_json_reports_every_series_from_the_same_run() {
         let p99 = s["p99_ms"].as_f64().unwrap();
         assert!(p50 > 0.0 && p99 >= p50, "{series}: {s}");
         assert_eq!(s["samples"], Value::from(3), "{series}");
+        // Every traced series explains itself: one median per phase.
+        let phases = &s["phases"];
+        if series == "node" {
+            assert!(phases.is_null(), "node is not traced: {s}");
+            continue;
+        }
+        for phase in [
+            "submit_to_running_us",
+            "compile_us",
+            "call_guest_us",
+            "call_host_us",
+            "call_hops_us",
+            "tail_us",
+            "result_to_caller_us",
+        ] {
+            let v = phases[phase]
+                .as_f64()
+                .unwrap_or_else(|| panic!("{series}.{phase}: {s}"));
+            assert!(v >= 0.0, "{series}.{phase}: {s}");
+        }
+        assert!(
+            phases["compile_us"].as_f64().unwrap() > 0.0,
+            "{series}: {s}"
+        );
+        if series == "inprocess" {
+            assert_eq!(
+                phases["call_hops_us"],
+                Value::from(0.0),
+                "no hops in-process: {s}"
+            );
+        } else {
+            assert!(
+                phases["call_hops_us"].as_f64().unwrap() > 0.0,
+                "{series}: {s}"
+            );
+        }
     }
-    let ratio = report["ratio_node_over_warm"].as_f64().unwrap();
-    let expected =
-        report["node"]["p50_ms"].as_f64().unwrap() / report["warm"]["p50_ms"].as_f64().unwrap();
-    assert!((ratio - expected).abs() < 1e-9, "{ratio} vs {expected}");
+    let ratio = |a: &str, b: &str| {
+        report[a]["p50_ms"].as_f64().unwrap() / report[b]["p50_ms"].as_f64().unwrap()
+    };
+    let node_over_warm = report["ratio_node_over_warm"].as_f64().unwrap();
+    let expected = ratio("node", "warm");
+    assert!(
+        (node_over_warm - expected).abs() < 1e-9,
+        "{node_over_warm} vs {expected}"
+    );
+    let warm_over_inprocess = report["ratio_warm_over_inprocess"].as_f64().unwrap();
+    let expected = ratio("warm", "inprocess");
+    assert!(
+        (warm_over_inprocess - expected).abs() < 1e-9,
+        "{warm_over_inprocess} vs {expected}"
+    );
+    // The machine's state is part of every report.
+    let machine = &report["machine"];
+    assert!(machine["cpus"].as_u64().unwrap() >= 1, "{machine}");
+    assert_eq!(machine["load_average_start"].as_array().unwrap().len(), 3);
+    assert_eq!(machine["load_average_end"].as_array().unwrap().len(), 3);
+    assert!(machine["cpu_model"].is_string(), "{machine}");
+    assert!(!machine["kernel"].as_str().unwrap().is_empty(), "{machine}");
+    assert!(machine["scheduler_boot_params"].is_array(), "{machine}");
+    assert_eq!(machine["worker_nice"], Value::from(10));
+    assert_eq!(machine["polling"], Value::from("peer_on_other_cpu"));
     assert!(report["ready_worker_rss_kib"].as_u64().unwrap() > 0);
     assert_eq!(
         report["value"]["tool"],

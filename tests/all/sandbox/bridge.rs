@@ -6,7 +6,7 @@ use std::sync::atomic::Ordering;
 use super::support::Harness;
 use pretty_assertions::assert_eq;
 use serde_json::json;
-use toolsearch::{BridgeOp, Outcome};
+use toolsearch::{BridgeOp, CellOptions, Outcome};
 
 #[tokio::test]
 async fn arguments_cross_exactly_as_passed() {
@@ -168,5 +168,76 @@ async fn cell_values_and_errors() {
             message: "the cell awaits a promise that can never settle (no bridge call is pending and the sandbox has no timers); await openclaw.tools calls or return a value".into()
         }
     );
+    h.finish().await;
+}
+
+/// A `Bridge` with a bug: every call panics.
+struct PanickingBridge;
+
+#[async_trait::async_trait]
+impl toolsearch::Bridge for PanickingBridge {
+    async fn invoke(
+        &self,
+        _op: BridgeOp,
+        _args: serde_json::Value,
+    ) -> Result<serde_json::Value, toolsearch::BridgeError> {
+        panic!("a bug in the bridge")
+    }
+}
+
+#[tokio::test]
+async fn a_panicking_bridge_ends_only_its_own_cell() {
+    let h = Harness::new().await;
+    let r = h
+        .sup
+        .run_cell(
+            "await openclaw.tools.search('q'); return 1",
+            std::sync::Arc::new(PanickingBridge),
+            CellOptions::default(),
+        )
+        .await;
+    assert!(
+        matches!(&r.outcome, Outcome::ProtocolError { detail } if detail.contains("panicked")),
+        "{r:#?}"
+    );
+    h.assert_still_works().await;
+    h.finish().await;
+}
+
+#[tokio::test]
+async fn a_traced_cell_reports_where_its_time_went() {
+    let h = Harness::new().await;
+    let code = "const h = await openclaw.tools.search('q'); const d = await openclaw.tools.describe(h[0].id); await openclaw.tools.call(d.id, {}); return 1";
+    let traced = h
+        .run_with(
+            code,
+            CellOptions {
+                trace_phases: true,
+                ..CellOptions::default()
+            },
+        )
+        .await;
+    assert_eq!(traced.outcome, Outcome::Ok, "{traced:#?}");
+    let phases = traced
+        .telemetry
+        .phases
+        .clone()
+        .unwrap_or_else(|| panic!("no phases: {traced:#?}"));
+    assert_eq!(phases.calls.len(), 3, "{phases:#?}");
+    // Every socket trip and every compile takes some time; none of it can be negative.
+    assert!(phases.compile_us > 0.0, "{phases:#?}");
+    assert!(
+        phases
+            .calls
+            .iter()
+            .all(|c| c.hops_us > 0.0 && c.host_us >= 0.0 && c.guest_us >= 0.0)
+    );
+    assert!(phases.submit_to_running_us > 0.0 && phases.result_to_caller_us > 0.0);
+    assert!(traced.to_json()["telemetry"]["phases"].is_object());
+    // Untraced (the default), nothing is stamped or reported.
+    let plain = h.run(code).await;
+    assert_eq!(plain.outcome, Outcome::Ok);
+    assert_eq!(plain.telemetry.phases, None);
+    assert!(plain.to_json()["telemetry"].get("phases").is_none());
     h.finish().await;
 }

@@ -60,3 +60,35 @@ async fn consecutive_cells_run_in_different_workers() {
     assert_eq!(distinct.len(), pids.len(), "{pids:?}");
     h.finish().await;
 }
+
+/// The polling policy only changes how the two sides wait for each other: with every policy, and
+/// windows from none to the clamp, cells alone and side by side give the same results on fresh
+/// workers, and nothing is left behind.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_polling_policy_runs_the_same_cells() {
+    use toolsearch::{PollWhen, Polling, SupervisorConfig};
+    for when in [PollWhen::Always, PollWhen::Never, PollWhen::PeerOnOtherCpu] {
+        for window in [Duration::ZERO, Duration::from_secs(1)] {
+            let mut config = SupervisorConfig::new(super::support::BIN);
+            config.polling = Polling {
+                when,
+                host_window: window,
+                worker_window: window,
+                ready_window: window,
+            };
+            let h = Harness::with_config(config).await;
+            h.assert_still_works().await;
+            let (a, b) = tokio::join!(
+                h.run("const c = await openclaw.tools.call('x', {a: 1, b: 2}); return c.sum"),
+                h.run("const c = await openclaw.tools.call('y', {a: 3, b: 4}); return c.sum"),
+            );
+            assert_eq!(
+                (a.value, b.value),
+                (Some(json!(3)), Some(json!(7))),
+                "{when:?}"
+            );
+            assert_ne!(a.telemetry.worker_pid, b.telemetry.worker_pid);
+            h.finish().await;
+        }
+    }
+}

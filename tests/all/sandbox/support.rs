@@ -129,6 +129,10 @@ impl Harness {
         let mut config = SupervisorConfig::new(BIN);
         config.pool_size = pool_size;
         config.limits = limits;
+        Harness::with_config(config).await
+    }
+
+    pub async fn with_config(config: SupervisorConfig) -> Harness {
         let sup = Supervisor::start(config).await.expect("supervisor starts");
         let h = Harness {
             sup,
