@@ -600,14 +600,14 @@ fn normalize_trigger(word: &str) -> std::borrow::Cow<'_, str> {
 /// The expansion table, computed once: singularized trigger → bit set of groups it fires, and
 /// each group's stemmed additions.
 struct ExpansionTable {
-    triggers: std::collections::HashMap<String, u16>,
+    triggers: rustc_hash::FxHashMap<String, u16>,
     additions: Vec<Vec<String>>,
 }
 
 fn expansion_table() -> &'static ExpansionTable {
     static TABLE: std::sync::OnceLock<ExpansionTable> = std::sync::OnceLock::new();
     TABLE.get_or_init(|| {
-        let mut triggers = std::collections::HashMap::new();
+        let mut triggers = rustc_hash::FxHashMap::default();
         for (group, (words, _)) in EXPANSIONS.iter().enumerate() {
             for word in *words {
                 *triggers
@@ -719,7 +719,7 @@ pub fn analyze_query_in(
     let mut buffer = String::new();
     let table = expansion_table();
     let mut fired = 0u16;
-    let mut seen: std::collections::HashMap<u64, Vec<usize>> = std::collections::HashMap::new();
+    let mut seen: rustc_hash::FxHashMap<u64, Vec<usize>> = rustc_hash::FxHashMap::default();
     let mut demoted: Vec<String> = Vec::new();
     for (position, word) in raws.iter().enumerate() {
         // A capitalized word after the first is most likely a name (Paris, Lakers): typo
@@ -761,9 +761,19 @@ pub fn analyze_query_in(
             if let Some(groups) = table.triggers.get(normalize_trigger(w).as_ref()) {
                 fired |= groups;
             }
+            // Only a word typo tolerance may look at keeps its stems (most words are known).
+            let eligible = !translated
+                && !name_like
+                && char_len(w) >= FUZZY_MIN_CHARS
+                && !any_function_word
+                && w.chars().all(char::is_alphabetic)
+                && !w.chars().any(is_han)
+                && !fuzzy.iter().any(|f: &FuzzyWord| f.word == w);
             let mut stems: Vec<String> = Vec::new();
             for_each_stem_in(w, &mut buffer, |term| {
-                stems.push(term.to_string());
+                if eligible {
+                    stems.push(term.to_string());
+                }
                 if foreign {
                     demoted.push(term.to_string());
                     return;
@@ -780,14 +790,7 @@ pub fn analyze_query_in(
                     });
                 }
             });
-            if !translated
-                && !name_like
-                && w.chars().all(char::is_alphabetic)
-                && !w.chars().any(is_han)
-                && char_len(w) >= FUZZY_MIN_CHARS
-                && !any_function_word
-                && !fuzzy.iter().any(|f: &FuzzyWord| f.word == w)
-            {
+            if eligible {
                 fuzzy.push(FuzzyWord {
                     word: w.to_string(),
                     stems,

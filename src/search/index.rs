@@ -109,6 +109,10 @@ struct SegmentMap {
     positions: Vec<u32>,
     inverted: Arc<tantivy::InvertedIndexReader>,
     fieldnorms: tantivy::fieldnorm::FieldNormReader,
+    /// Document id in the segment → its BM25 length normalization
+    /// `k1 * (1 - b + b * len / avgdl)`, avgdl over allowed tools only (filled once the
+    /// average length is known).
+    norms: Vec<f32>,
 }
 
 /// The search index of one authorized view. Immutable once built.
@@ -125,9 +129,6 @@ pub struct SearchIndex {
     /// Lowercased name, id and external id → positions (ascending).
     exact_folded: HashMap<String, Vec<u32>>,
     hints: Vec<OnceLock<Arc<Hints>>>,
-    /// BM25's length normalization per tantivy fieldnorm id:
-    /// `k1 * (1 - b + b * len / avgdl)`, avgdl over allowed tools only.
-    length_norm: [f32; 256],
     stats: IndexStats,
 }
 
@@ -146,6 +147,53 @@ pub struct BuildError(#[from] tantivy::TantivyError);
 
 thread_local! {
     static SCRATCH: RefCell<Scratch> = RefCell::new(Scratch::default());
+    static MEMO: RefCell<TermMemo> = RefCell::new(TermMemo::default());
+}
+
+/// The term dictionary's answers for the query being ranked on this thread: each distinct
+/// term is looked up once per segment, however often the lexicon check, typo tolerance and
+/// scoring ask. Cleared by [`SearchIndex::query_analysis`]; valid only for `owner`.
+#[derive(Default)]
+struct TermMemo {
+    /// The index the answers come from (its address while it ranks).
+    owner: usize,
+    /// xxh3 of a term → its entry.
+    slots: rustc_hash::FxHashMap<u64, u32>,
+    /// (term, documents containing it over all segments, first of its `infos`).
+    entries: Vec<(String, u64, usize)>,
+    /// One answer per segment per entry.
+    infos: Vec<Option<tantivy::postings::TermInfo>>,
+}
+
+impl TermMemo {
+    fn reset(&mut self, owner: usize) {
+        self.owner = owner;
+        self.slots.clear();
+        self.entries.clear();
+        self.infos.clear();
+    }
+
+    /// The entry of `term`, looked up in `index` on first use; `None` on a hash collision
+    /// (the caller then asks the dictionary itself).
+    fn entry(&mut self, index: &SearchIndex, term: &str) -> Option<usize> {
+        let key = xxhash_rust::xxh3::xxh3_64(term.as_bytes());
+        if let Some(&at) = self.slots.get(&key) {
+            let at = at as usize;
+            return (self.entries[at].0 == term).then_some(at);
+        }
+        let first = self.infos.len();
+        let key_term = Term::from_field_text(index.body, term);
+        let mut doc_freq = 0u64;
+        for segment in &index.segments {
+            let info = segment.inverted.get_term_info(&key_term).ok().flatten();
+            doc_freq += info.as_ref().map_or(0, |i| u64::from(i.doc_freq));
+            self.infos.push(info);
+        }
+        let at = self.entries.len();
+        self.entries.push((term.to_string(), doc_freq, first));
+        self.slots.insert(key, at as u32);
+        Some(at)
+    }
 }
 
 #[derive(Default)]
@@ -210,6 +258,7 @@ impl SearchIndex {
                 positions,
                 inverted: segment.inverted_index(body)?,
                 fieldnorms: segment.get_fieldnorms_reader(body)?,
+                norms: Vec::new(),
             });
         }
 
@@ -235,6 +284,13 @@ impl SearchIndex {
         } else {
             total_tokens as f32 / documents as f32
         };
+        let length_norm = length_norms(average_length);
+        for segment in &mut segments {
+            let max_doc = segment.positions.len() as u32;
+            segment.norms = (0..max_doc)
+                .map(|doc| length_norm[usize::from(segment.fieldnorms.fieldnorm_id(doc))])
+                .collect();
+        }
         let stats = IndexStats {
             documents,
             segments: segments.len(),
@@ -249,7 +305,6 @@ impl SearchIndex {
             exact_id,
             exact_folded,
             hints: (0..documents).map(|_| OnceLock::new()).collect(),
-            length_norm: length_norms(average_length),
             stats,
         })
     }
@@ -292,6 +347,7 @@ impl SearchIndex {
     /// The analyzed query as this index would score it: literal, translation and expansion
     /// terms, plus fuzzy candidates for words the index does not know (when enabled).
     pub fn query_analysis(&self, query: &str, settings: &SearchSettings) -> QueryAnalysis {
+        MEMO.with(|memo| memo.borrow_mut().reset(self.address()));
         let mut analysis = analyze_query_in(
             query.trim(),
             AnalyzerOptions {
@@ -404,13 +460,26 @@ impl SearchIndex {
         let mut infos: Vec<Option<tantivy::postings::TermInfo>> =
             Vec::with_capacity(self.segments.len());
         for term in terms {
-            let key = Term::from_field_text(self.body, &term.term);
             infos.clear();
             let mut doc_freq = 0u64;
-            for segment in &self.segments {
-                let info = segment.inverted.get_term_info(&key).ok().flatten();
-                doc_freq += info.as_ref().map_or(0, |i| u64::from(i.doc_freq));
-                infos.push(info);
+            MEMO.with(|memo| {
+                let mut memo = memo.borrow_mut();
+                if memo.owner != self.address() {
+                    return;
+                }
+                if let Some(at) = memo.entry(self, &term.term) {
+                    let (count, first) = (memo.entries[at].1, memo.entries[at].2);
+                    doc_freq = count;
+                    infos.extend_from_slice(&memo.infos[first..first + self.segments.len()]);
+                }
+            });
+            if infos.is_empty() {
+                let key = Term::from_field_text(self.body, &term.term);
+                for segment in &self.segments {
+                    let info = segment.inverted.get_term_info(&key).ok().flatten();
+                    doc_freq += info.as_ref().map_or(0, |i| u64::from(i.doc_freq));
+                    infos.push(info);
+                }
             }
             if doc_freq == 0 {
                 continue;
@@ -434,7 +503,10 @@ impl SearchIndex {
                         break;
                     }
                     for (&doc, &tf) in docs.iter().zip(block.freqs()) {
-                        let Some(&position) = segment.positions.get(doc as usize) else {
+                        let (Some(&position), Some(&norm)) = (
+                            segment.positions.get(doc as usize),
+                            segment.norms.get(doc as usize),
+                        ) else {
                             continue;
                         };
                         let slot = position as usize;
@@ -442,8 +514,6 @@ impl SearchIndex {
                             continue;
                         }
                         let tf = tf as f32;
-                        let norm =
-                            self.length_norm[usize::from(segment.fieldnorms.fieldnorm_id(doc))];
                         if scratch.tier[slot] == 0 {
                             scratch.touched.push(position);
                         }
@@ -456,8 +526,22 @@ impl SearchIndex {
         }
     }
 
-    /// Documents containing `term`, over all segments.
+    fn address(&self) -> usize {
+        std::ptr::from_ref(self) as usize
+    }
+
+    /// Documents containing `term`, over all segments (through this query's memo).
     fn doc_freq(&self, term: &str) -> u64 {
+        let memoized = MEMO.with(|memo| {
+            let mut memo = memo.borrow_mut();
+            if memo.owner != self.address() {
+                return None;
+            }
+            memo.entry(self, term).map(|at| memo.entries[at].1)
+        });
+        if let Some(doc_freq) = memoized {
+            return doc_freq;
+        }
         let key = Term::from_field_text(self.body, term);
         self.segments
             .iter()

@@ -19,7 +19,7 @@
 //! queries are translated, so a catalog's statistics never depend on this file.
 //! Bounds: keys up to 3 words or 8 Chinese characters; at most 3 English words per entry.
 
-use std::collections::HashMap;
+use rustc_hash::{FxHashMap as HashMap, FxHashSet};
 use std::sync::OnceLock;
 
 use frostem::{Algorithm, Stemmer};
@@ -131,13 +131,17 @@ pub struct Lexicon {
     /// Folded multi-word keys (words joined by one space) → entries.
     phrases: HashMap<String, Vec<u32>>,
     /// The folded first word of every multi-word key (most words start none).
-    phrase_starts: std::collections::HashSet<String>,
+    phrase_starts: FxHashSet<String>,
     /// Chinese keys → entries.
     zh: HashMap<String, Vec<u32>>,
     stemmers: [Stemmer; 3],
     /// Per Latin language: the first [`PREFIX_CHARS`] characters of every key form. A word
     /// none of whose possible stems can start like a key is not stemmed at all.
-    prefixes: [std::collections::HashSet<String>; 3],
+    prefixes: [FxHashSet<String>; 3],
+    /// The first [`PREFIX_CHARS`] characters of every German key and key stem of at least 3
+    /// bytes: a compound's first part starts the word, so a word whose start is not here does
+    /// not split (one lookup instead of one per split point).
+    german_starts: FxHashSet<String>,
 }
 
 /// Characters of a key form's prefix in [`Lexicon::prefixes`].
@@ -219,24 +223,32 @@ impl Lexicon {
     fn parse_embedded() -> Lexicon {
         let mut lexicon = Lexicon {
             entries: Vec::new(),
-            words: [HashMap::new(), HashMap::new(), HashMap::new()],
-            stems: [HashMap::new(), HashMap::new(), HashMap::new()],
-            phrases: HashMap::new(),
+            words: [HashMap::default(), HashMap::default(), HashMap::default()],
+            stems: [HashMap::default(), HashMap::default(), HashMap::default()],
+            phrases: HashMap::default(),
             phrase_starts: Default::default(),
-            zh: HashMap::new(),
+            zh: HashMap::default(),
             stemmers: LATIN.map(|(_, algorithm)| Stemmer::new(algorithm)),
             prefixes: Default::default(),
+            german_starts: Default::default(),
         };
         for (lang, text) in SOURCES {
             lexicon.add_source(lang, text);
         }
         for slot in 0..LATIN.len() {
-            let prefixes: std::collections::HashSet<String> = lexicon.stems[slot]
+            let prefixes: FxHashSet<String> = lexicon.stems[slot]
                 .keys()
                 .map(|form| prefix(form).to_string())
                 .collect();
             lexicon.prefixes[slot] = prefixes;
         }
+        let german_starts = lexicon.words[0]
+            .keys()
+            .chain(lexicon.stems[0].keys())
+            .filter(|key| key.len() >= 3)
+            .map(|key| prefix(key).to_string())
+            .collect();
+        lexicon.german_starts = german_starts;
         lexicon
     }
 
@@ -434,6 +446,10 @@ impl Lexicon {
     pub fn german_compound(&self, word: &str, out: &mut Vec<u32>) {
         let folded = fold(word);
         if folded.chars().count() < 7 || !folded.is_ascii() {
+            return;
+        }
+        // Every part found is at least 3 bytes, so the first part starts with a known start.
+        if !self.german_starts.contains(prefix(&folded)) {
             return;
         }
         let start = out.len();
