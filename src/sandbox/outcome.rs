@@ -70,7 +70,7 @@ pub enum LimitKind {
     /// (`Limits::frame_bytes`) escape the cell.
     ArgumentBytes,
     /// The guest let the rejection of a bridge call whose arguments nested deeper than
-    /// [`MAX_BRIDGE_ARGUMENT_DEPTH`](crate::config::input::MAX_BRIDGE_ARGUMENT_DEPTH) escape the
+    /// `MAX_BRIDGE_ARGUMENT_DEPTH` (64, in `config::input`) escape the
     /// cell.
     ArgumentDepth,
 }
