@@ -282,7 +282,7 @@ pub struct CellResult {
     pub outcome: Outcome,
     /// The JSON result when `outcome` is [`Outcome::Ok`] (`undefined` → `null`).
     pub value: Option<serde_json::Value>,
-    /// Console output, capped by `Limits::log_bytes`.
+    /// Console output, capped by `Limits::log_bytes` and at `MAX_LOG_LINES` (1,000) lines.
     pub logs: Vec<LogLine>,
     /// `true` when console output was dropped at the cap.
     pub logs_truncated: bool,
