@@ -1,6 +1,8 @@
 // The bridge prelude (R-8.1, R-8.4, R-8.5). Evaluated once per worker, before any guest code, as a
 // function expression that the worker calls with its native `host` object:
-//   host.call(op, argsJson) -> id (number) | message (string, the call was refused)
+//   host.call(op, argsJson) -> id (number) | refusal (string: a one-letter kind, then the message)
+//     kinds: "L" the bridge-call cap, "B" arguments over the frame bound, "D" arguments nested
+//     too deep, "E" any other refusal
 //   host.log(level, text)   -> remaining log budget in bytes
 // It installs the only globals a guest gets (`console`, `openclaw.tools`), removes every way to
 // compile code from strings, and returns the internals the worker drives the cell with. `host`
@@ -27,17 +29,18 @@
   const mapGet = Map.prototype.get;
   const mapSet = Map.prototype.set;
   const mapDelete = Map.prototype.delete;
-  const WeakSetCtor = WeakSet;
-  const weakSetAdd = WeakSet.prototype.add;
-  const weakSetHas = WeakSet.prototype.has;
   const arrayJoin = Array.prototype.join;
   const strSlice = String.prototype.slice;
   const toWellFormed = String.prototype.toWellFormed;
   const hostCall = host.call;
   const hostLog = host.log;
+  const fnToString = Function.prototype.toString;
+  const WeakMapCtor = WeakMap;
+  const weakMapSet = WeakMap.prototype.set;
+  const weakMapGet = WeakMap.prototype.get;
 
   const pending = new MapCtor(); // id -> [resolve, reject]
-  const limitErrors = new WeakSetCtor(); // errors created for the bridge-call cap
+  const limitErrors = new WeakMapCtor(); // refusal errors of a named limit -> its kind letter
   let logBudget = 0;
 
   function wellFormed(s) {
@@ -84,8 +87,9 @@
       for (let i = 0; i < args.length; i++) defineProperty(parts, i, { value: toJson(args[i]) });
       const r = hostCall(op, "[" + apply(arrayJoin, parts, [","]) + "]");
       if (typeof r === "string") {
-        const err = new ErrorCtor(r);
-        apply(weakSetAdd, limitErrors, [err]);
+        const kind = apply(strSlice, r, [0, 1]);
+        const err = new ErrorCtor(apply(strSlice, r, [1]));
+        if (kind !== "E") apply(weakMapSet, limitErrors, [err, kind]);
         reject(err);
         return;
       }
@@ -219,16 +223,23 @@
       const s = toJson(value);
       return s.length > cap ? s.length : s;
     },
-    // [kind, message]: kind is "memory", "bridge_limit" or "error".
+    // The source text of a function (`Function.prototype.toString` as it was before any guest
+    // code ran): the worker checks the compiled cell body is its own wrapper.
+    sourceOf: function (f) {
+      return apply(fnToString, f, []);
+    },
+    // [kind, message]: kind is "memory", "bridge_limit", "argument_bytes", "argument_depth" or
+    // "error".
     describeError: function (e) {
       if (e === null) return ["memory", "null"];
       if (InternalErrorCtor !== undefined && e instanceof InternalErrorCtor) {
         const m = StringCtor(e.message);
         if (m === "out of memory") return ["memory", "InternalError: out of memory"];
       }
-      if (typeof e === "object" && apply(weakSetHas, limitErrors, [e])) {
-        return ["bridge_limit", StringCtor(e.message)];
-      }
+      const limit = typeof e === "object" ? apply(weakMapGet, limitErrors, [e]) : undefined;
+      if (limit === "L") return ["bridge_limit", StringCtor(e.message)];
+      if (limit === "B") return ["argument_bytes", StringCtor(e.message)];
+      if (limit === "D") return ["argument_depth", StringCtor(e.message)];
       return ["error", wellFormed(format(e))];
     },
   });

@@ -937,6 +937,63 @@ pub mod input {
     pub const MAX_QUERY_FILE_BYTES: u64 = 64 * 1024 * 1024;
     /// Nesting of arrays and objects in a config or policy document, at most.
     pub const MAX_DOCUMENT_DEPTH: usize = 64;
+    /// A cell's source read from a file or stdin by `toolsearch exec`, at most (the sandbox's own
+    /// per-cell bound, `Limits::code_bytes`, applies after it).
+    pub const MAX_CELL_SOURCE_BYTES: u64 = 16 * 1024 * 1024;
+    /// Nesting of arrays and objects in one argument of a sandbox bridge call
+    /// (`openclaw.tools.call(id, args)`, a search query object), at most. Deeper arguments are
+    /// refused to the guest (its promise rejects naming this bound; uncaught, the cell ends with
+    /// the `argument_depth` limit); the worker goes on.
+    pub const MAX_BRIDGE_ARGUMENT_DEPTH: usize = 64;
+    /// Console lines kept per cell, at most (the byte bound is `Limits::log_bytes`). Lines beyond
+    /// it are counted and reported by one marker line.
+    pub const MAX_LOG_LINES: usize = 1_000;
+    /// One JSON-RPC message read from an upstream MCP server or from a client of
+    /// `toolsearch serve`, at most.
+    pub const MAX_MCP_MESSAGE_BYTES: usize = 16 * 1024 * 1024;
+    /// Nesting of arrays and objects in one JSON-RPC message (upstream or client), at most.
+    pub const MAX_MCP_MESSAGE_DEPTH: usize = 100;
+    /// Characters of untrusted input (arguments, queries, ids, code) an error message echoes, at
+    /// most; see [`echo`].
+    pub const MAX_ECHO_CHARS: usize = 200;
+
+    /// `text` as an error message may echo it: whole when it has at most [`MAX_ECHO_CHARS`]
+    /// characters, else its first [`MAX_ECHO_CHARS`] characters followed by `… (N bytes)`.
+    pub fn echo(text: &str) -> std::borrow::Cow<'_, str> {
+        match text.char_indices().nth(MAX_ECHO_CHARS) {
+            None => std::borrow::Cow::Borrowed(text),
+            Some((end, _)) => {
+                std::borrow::Cow::Owned(format!("{}… ({} bytes)", &text[..end], text.len()))
+            }
+        }
+    }
+
+    /// How deep `json` (JSON text) nests arrays and objects, scanning at most until the depth
+    /// passes `limit` (so the cost is bounded by the input, never by a recursion). Brackets
+    /// inside strings do not count.
+    pub fn json_depth_exceeds(json: &[u8], limit: usize) -> bool {
+        let (mut depth, mut i) = (0usize, 0usize);
+        while i < json.len() {
+            match json[i] {
+                b'"' => {
+                    i += 1;
+                    while i < json.len() && json[i] != b'"' {
+                        i += if json[i] == b'\\' { 2 } else { 1 };
+                    }
+                }
+                b'[' | b'{' => {
+                    depth += 1;
+                    if depth > limit {
+                        return true;
+                    }
+                }
+                b']' | b'}' => depth = depth.saturating_sub(1),
+                _ => {}
+            }
+            i += 1;
+        }
+        false
+    }
 
     /// Reads at most `limit` bytes of `path` (a file that never ends — `/dev/zero`, a FIFO —
     /// stops at the bound). `what` names the input in the error ("config", "catalog"…).
@@ -1047,8 +1104,19 @@ pub mod input {
         fn visit_u64<E>(self, _: u64) -> Result<(), E> {
             Ok(())
         }
-        fn visit_f64<E>(self, _: f64) -> Result<(), E> {
-            Ok(())
+        fn visit_f64<E: de::Error>(self, v: f64) -> Result<(), E> {
+            if v.is_finite() {
+                return Ok(());
+            }
+            let key = if self.path.is_empty() {
+                "(root)"
+            } else {
+                &self.path
+            };
+            Err(E::custom(format!(
+                "{key}: non-finite number {v} (Infinity and NaN are not allowed; write a finite \
+                 number)"
+            )))
         }
         fn visit_str<E>(self, _: &str) -> Result<(), E> {
             Ok(())

@@ -11,6 +11,9 @@ use clap::Args;
 
 use super::{CatalogArgs, ConfigArgs, session, with_session};
 use crate::config::Mode;
+// A cell file or stdin is read up to this bound; the sandbox's own, smaller `code_bytes` limit
+// then applies with its own error.
+use crate::config::input::MAX_CELL_SOURCE_BYTES;
 use crate::gateway::GlobApprovals;
 
 /// The cell `toolsearch bench cells` runs: search + describe + call on the demo catalog.
@@ -97,10 +100,6 @@ fn worker_binary(explicit: &Option<PathBuf>) -> Result<PathBuf> {
         None => std::env::current_exe().context("cannot locate the toolsearch executable"),
     }
 }
-
-/// A cell file or stdin, at most (the sandbox's own, smaller `code_bytes` limit then applies
-/// with its own error).
-const MAX_CELL_SOURCE_BYTES: u64 = 16 * 1024 * 1024;
 
 fn read_code(args: &ExecArgs) -> Result<String> {
     Ok(match (&args.eval, &args.file) {

@@ -170,11 +170,20 @@ impl Metrics {
     }
 }
 
-/// Scores one ranked list of ids against gold ids.
+/// Scores one ranked list of ids against gold ids. An id ranked twice (a catalog with duplicate
+/// ids: its lines keep their own id, the catalog's `~2` suffix is only on the internal id) counts
+/// at its first rank only, so every metric stays in [0, 1].
 fn score(ranked: &[&str], gold: &HashSet<&str>) -> Scores {
     if gold.is_empty() {
         return Scores::default();
     }
+    let mut seen = HashSet::with_capacity(ranked.len());
+    let ranked: Vec<&str> = ranked
+        .iter()
+        .copied()
+        .filter(|id| seen.insert(*id))
+        .collect();
+    let ranked = ranked.as_slice();
     let hits_at = |k: usize| {
         ranked
             .iter()
@@ -522,6 +531,26 @@ fn write_table(out: &mut impl Write, first: &str, rows: &[(String, Metrics)]) ->
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn duplicate_ids_in_a_ranking_keep_metrics_in_range() {
+        let gold: HashSet<&str> = ["a", "b"].into_iter().collect();
+        let s = score(&["a", "a", "a", "b", "b", "x"], &gold);
+        for m in [
+            s.recall_1,
+            s.recall_5,
+            s.recall_10,
+            s.hit_1,
+            s.ndcg_10,
+            s.mrr,
+        ] {
+            assert!((0.0..=1.0).contains(&m), "{s:?}");
+        }
+        assert_eq!(s.recall_5, 1.0);
+        assert_eq!(s.recall_1, 0.5);
+        // Deduplicated, `b` is second: a perfect ranking.
+        assert!((s.ndcg_10 - 1.0).abs() < 1e-9, "{s:?}");
+    }
 
     #[test]
     fn metrics_follow_the_eval_readme() {

@@ -222,7 +222,8 @@ pub(crate) fn parse(index: &SearchIndex, request: &Value) -> Result<Parsed, Call
                 match explicit.get(&key) {
                     Some(existing) if *existing != value => {
                         return Err(bad(format!(
-                            "argument {key:?} is given twice with different values (inside and outside \"args\"); put all arguments in \"args\""
+                            "argument {:?} is given twice with different values (inside and outside \"args\"); put all arguments in \"args\"",
+                            crate::config::input::echo(&key)
                         )));
                     }
                     _ => {

@@ -166,7 +166,10 @@ pub(crate) fn problems(
         let reason = match error.kind() {
             ValidationErrorKind::Required { property } => {
                 let name = property.as_str().unwrap_or_default();
-                format!("missing required property {name:?}")
+                format!(
+                    "missing required property {:?}",
+                    crate::config::input::echo(name)
+                )
             }
             ValidationErrorKind::AdditionalProperties { unexpected } => {
                 let known = known_properties(schema, &path);
@@ -175,10 +178,11 @@ pub(crate) fn problems(
                     .map(|name| {
                         let suggestions = did_you_mean(name, &known);
                         if suggestions.is_empty() {
-                            format!("unexpected property {name:?}")
+                            format!("unexpected property {:?}", crate::config::input::echo(name))
                         } else {
                             format!(
-                                "unexpected property {name:?} (did you mean {}?)",
+                                "unexpected property {:?} (did you mean {}?)",
+                                crate::config::input::echo(name),
                                 suggestions
                                     .iter()
                                     .map(|s| format!("{s:?}"))

@@ -35,6 +35,7 @@ use serde_json::{Value, json};
 
 use super::{PROGRESS, ProgressSink};
 use crate::config::Mode;
+use crate::config::input::{self, MAX_MCP_MESSAGE_BYTES, MAX_MCP_MESSAGE_DEPTH};
 use crate::session::{Reply, Session};
 use crate::surface::Format;
 
@@ -283,7 +284,14 @@ pub async fn shutdown_signal() {
 pub async fn serve_stdio(session: Session, options: &ServeOptions) -> Result<(), ServeError> {
     use rmcp::ServiceExt;
     let handler = Handler::new(session, options);
-    let running = match handler.serve(rmcp::transport::stdio()).await {
+    // The client's messages are bounded like an upstream's (`super::bounded`): past a bound the
+    // stream is cut with an error naming it.
+    let stdin = super::bounded::Bounded::new(
+        tokio::io::stdin(),
+        "the MCP client",
+        super::bounded::Violation::default(),
+    );
+    let running = match handler.serve((stdin, tokio::io::stdout())).await {
         Ok(running) => running,
         // The client left before initializing (stdin closed): nothing to serve, not a failure.
         Err(rmcp::service::ServerInitializeError::ConnectionClosed(_)) => {
@@ -454,6 +462,52 @@ impl HttpListener {
     }
 }
 
+/// Reads a client's request body up to [`MAX_MCP_MESSAGE_BYTES`] and checks its nesting
+/// against [`MAX_MCP_MESSAGE_DEPTH`] before the MCP service parses it; a body past either bound
+/// is answered with a JSON-RPC error naming it (413 or 400), and the session goes on.
+async fn bounded_body(
+    request: hyper::Request<hyper::body::Incoming>,
+) -> Result<hyper::Request<Full<Bytes>>, hyper::Response<Body>> {
+    let (parts, body) = request.into_parts();
+    let rejected = |status: u16, message: String| {
+        respond(
+            status,
+            json!({"jsonrpc": "2.0", "id": null, "error": {"code": -32600, "message": message}}),
+        )
+    };
+    let bytes = match http_body_util::Limited::new(body, MAX_MCP_MESSAGE_BYTES)
+        .collect()
+        .await
+    {
+        Ok(collected) => collected.to_bytes(),
+        Err(e) if e.is::<http_body_util::LengthLimitError>() => {
+            return Err(rejected(
+                413,
+                format!(
+                    "the request body is larger than {MAX_MCP_MESSAGE_BYTES} bytes (limit \
+                     MAX_MCP_MESSAGE_BYTES); send smaller messages"
+                ),
+            ));
+        }
+        Err(e) => {
+            return Err(rejected(
+                400,
+                format!("the request body could not be read: {e}"),
+            ));
+        }
+    };
+    if input::json_depth_exceeds(&bytes, MAX_MCP_MESSAGE_DEPTH) {
+        return Err(rejected(
+            400,
+            format!(
+                "the request nests arrays and objects deeper than {MAX_MCP_MESSAGE_DEPTH} levels \
+                 (limit MAX_MCP_MESSAGE_DEPTH); send flatter arguments"
+            ),
+        ));
+    }
+    Ok(hyper::Request::from_parts(parts, Full::new(bytes)))
+}
+
 async fn route(
     request: hyper::Request<hyper::body::Incoming>,
     service: &StreamableHttpService<Handler, LocalSessionManager>,
@@ -507,6 +561,10 @@ async fn route(
                 );
             }
             let delete = request.method() == hyper::Method::DELETE;
+            let request = match bounded_body(request).await {
+                Ok(request) => request,
+                Err(response) => return response,
+            };
             let mut response = service.handle(request).await;
             // A session closed by DELETE: 204 (clients expect 200 or 204, not 202).
             if delete && response.status() == hyper::StatusCode::ACCEPTED {

@@ -28,6 +28,7 @@ use tokio::io::AsyncBufReadExt;
 use tokio::io::AsyncReadExt;
 use tokio::sync::{Notify, watch};
 
+use super::bounded::{Bounded, Violation};
 use super::ingest::{self, Filters};
 use super::{PROGRESS, ProgressSink};
 use crate::catalog::{
@@ -203,6 +204,9 @@ pub struct Upstream {
     /// Asked by a call whose HTTP transport broke.
     reconnect: Notify,
     shutdown: watch::Sender<bool>,
+    /// Why the current connection's stream was cut at a message bound, once it was
+    /// (`super::bounded`); reset on every connection.
+    violation: Violation,
 }
 
 impl std::fmt::Debug for Upstream {
@@ -231,6 +235,7 @@ impl Upstream {
             progress: Arc::new(Mutex::new(HashMap::new())),
             changed,
             reconnect: Notify::new(),
+            violation: Violation::default(),
             shutdown,
         })
     }
@@ -438,11 +443,22 @@ impl Upstream {
                 let (Some(stdout), Some(stdin)) = (stdout, stdin) else {
                     return Err("its stdio pipes could not be opened".into());
                 };
+                if let Ok(mut slot) = self.violation.lock() {
+                    *slot = None;
+                }
+                let stdout = Bounded::new(
+                    stdout,
+                    format!("the MCP server {:?}", self.config.name),
+                    self.violation.clone(),
+                );
                 let transport =
                     rmcp::transport::async_rw::AsyncRwTransport::new_client(stdout, stdin);
                 let service = match events.serve(transport).await {
                     Ok(service) => service,
                     Err(e) => {
+                        if let Some(cut) = self.cut() {
+                            return Err(cut);
+                        }
                         let exit = exit_reason(Some(&mut group)).await;
                         return Err(format!("the MCP handshake failed ({e}); {exit}"));
                     }
@@ -470,7 +486,9 @@ impl Upstream {
             }
         };
         let peer = service.peer().clone();
-        self.list(&peer).await?;
+        if let Err(e) = self.list(&peer).await {
+            return Err(self.cut().unwrap_or(e));
+        }
         let generation = self
             .generation
             .fetch_add(1, std::sync::atomic::Ordering::Relaxed)
@@ -695,15 +713,27 @@ impl Upstream {
                     ),
                 )))
             }
-            Err(ServiceError::TransportClosed) => {
-                Err(Broken::Transport("its connection closed".into()))
-            }
+            Err(ServiceError::TransportClosed) => match self.cut() {
+                // Its stream passed a message bound: a definite answer, not an outage to retry.
+                Some(cut) => Err(Broken::Tool(ToolError::of(
+                    FailureKind::UpstreamUnavailable,
+                    cut,
+                ))),
+                None => Err(Broken::Transport("its connection closed".into())),
+            },
             Err(ServiceError::TransportSend(e)) => Err(Broken::Transport(e.to_string())),
             Err(other) => Err(Broken::Tool(ToolError::new(format!(
                 "the call to the MCP server {:?} failed: {other}",
                 self.config.name
             )))),
         }
+    }
+}
+
+impl Upstream {
+    /// Why the current connection's stream was cut at a message bound, if it was.
+    fn cut(&self) -> Option<String> {
+        self.violation.lock().ok().and_then(|v| v.clone())
     }
 }
 

@@ -32,6 +32,7 @@ use super::protocol::{
     WorkerFrame, WorkerTrace, mono_ns,
 };
 use super::text::{strip_controls, truncate_to};
+use crate::config::input;
 
 /// How long to wait for the zygote's exit report after a worker's socket closed.
 const EXIT_REPORT_WAIT: Duration = Duration::from_secs(2);
@@ -203,8 +204,15 @@ fn classify_exit(exit: Option<WorkerExit>, killed_by_us: bool) -> Outcome {
                 None => format!("the worker exited with code {c} without a result"),
             },
         },
-        Some(WorkerExit::Unknown) | None => Outcome::ProtocolError {
-            detail: "the worker vanished without a result".into(),
+        // Exits are reported by the zygote: without a report, it is the sandbox that failed.
+        Some(WorkerExit::Unknown) => Outcome::SandboxUnavailable {
+            detail: "the sandbox zygote died while the worker ran".into(),
+        },
+        None => Outcome::SandboxUnavailable {
+            detail: format!(
+                "the worker's socket closed and the sandbox zygote reported no exit within {} ms",
+                EXIT_REPORT_WAIT.as_millis()
+            ),
         },
     }
 }
@@ -361,6 +369,18 @@ impl Frames {
                             "more than {} bridge calls (the worker must refuse them)",
                             self.max_calls
                         )));
+                    }
+                    // One level for the array of arguments. The worker refuses deeper calls
+                    // itself; a call that still arrives is refused here, not a protocol error.
+                    if input::json_depth_exceeds(
+                        args.get().as_bytes(),
+                        input::MAX_BRIDGE_ARGUMENT_DEPTH + 1,
+                    ) {
+                        inflight.0.push(Box::pin(std::future::ready((
+                            id,
+                            Err(argument_depth_message()),
+                        ))));
+                        continue;
                     }
                     let args: serde_json::Value = match serde_json::from_str(args.get()) {
                         Ok(v @ serde_json::Value::Array(_)) => v,
@@ -623,6 +643,16 @@ fn reserve(buf: &mut Vec<u8>) -> bool {
     true
 }
 
+/// The refusal of a call whose arguments nest deeper than [`input::MAX_BRIDGE_ARGUMENT_DEPTH`]
+/// (the worker's and the supervisor's wording).
+pub(crate) fn argument_depth_message() -> String {
+    format!(
+        "bridge arguments nested deeper than {} levels of arrays and objects (limit \
+         MAX_BRIDGE_ARGUMENT_DEPTH); pass flatter arguments",
+        input::MAX_BRIDGE_ARGUMENT_DEPTH
+    )
+}
+
 fn protocol_error(detail: String) -> End {
     End::Outcome(Outcome::ProtocolError { detail })
 }
@@ -723,6 +753,12 @@ fn finish(done: Done, limits: &Limits, mut telemetry: CellTelemetry) -> CellResu
         DoneStatus::BridgeCallLimit => Outcome::LimitExceeded {
             limit: LimitKind::BridgeCalls,
         },
+        DoneStatus::ArgumentTooLarge => Outcome::LimitExceeded {
+            limit: LimitKind::ArgumentBytes,
+        },
+        DoneStatus::ArgumentTooDeep => Outcome::LimitExceeded {
+            limit: LimitKind::ArgumentDepth,
+        },
     };
     CellResult {
         outcome,
@@ -737,14 +773,14 @@ fn parse_result(raw: &RawValue) -> Result<serde_json::Value, serde_json::Error> 
     serde_json::from_str(raw.get())
 }
 
-/// Strips control sequences again and enforces the byte cap on the supervisor's side.
+/// Strips control sequences again and enforces the byte and line caps on the supervisor's side.
 fn revalidate_logs(lines: Vec<LogLine>, cap: usize) -> (Vec<LogLine>, usize, usize) {
     let mut remaining = cap;
     let mut bytes = 0;
     let mut cut = 0;
-    let mut kept = Vec::with_capacity(lines.len());
+    let mut kept = Vec::with_capacity(lines.len().min(input::MAX_LOG_LINES));
     for mut line in lines {
-        if remaining == 0 {
+        if remaining == 0 || kept.len() >= input::MAX_LOG_LINES {
             cut += 1;
             continue;
         }
@@ -888,9 +924,29 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn early_exit_is_a_protocol_error() {
+    async fn an_exit_the_zygote_never_reported_is_the_sandbox_not_the_worker() {
+        // The fake worker's exit report channel is closed: as when the zygote died.
         let r = against(Vec::new()).await;
-        assert_eq!(protocol_detail(&r), "the worker vanished without a result");
+        assert_eq!(
+            r.outcome,
+            Outcome::SandboxUnavailable {
+                detail: "the sandbox zygote died while the worker ran".into()
+            }
+        );
+        assert_eq!(r.outcome.kind(), "sandbox_unavailable");
+    }
+
+    #[tokio::test]
+    async fn a_too_deep_call_is_answered_with_an_error_not_a_kill() {
+        let deep = format!("{}{}", "[".repeat(200), "]".repeat(200));
+        let mut bytes = raw(&format!(
+            "{{\"call\":{{\"id\":1,\"op\":\"call\",\"args\":[\"x\",{deep}]}}}}"
+        ));
+        bytes.extend(raw("{\"launch_missiles\":{}}"));
+        // The deep call is refused; only the malformed frame after it is a protocol error.
+        let r = against(bytes).await;
+        assert!(protocol_detail(&r).starts_with("malformed frame"), "{r:?}");
+        assert!(argument_depth_message().contains("MAX_BRIDGE_ARGUMENT_DEPTH"));
     }
 
     #[tokio::test]

@@ -26,7 +26,7 @@ use rquickjs::promise::PromiseState;
 use rquickjs::{Ctx, Function, Value};
 
 use super::bridge::{Bridge, BridgeOp};
-use super::isolate::{self, INTERRUPT_MARGIN, Internals, Isolate};
+use super::isolate::{self, INTERRUPT_MARGIN, Internals, Isolate, Refused};
 use super::limits::Limits;
 use super::outcome::{CallPhases, CellPhases};
 use super::protocol::{WorkerConfig, mono_ns};
@@ -128,8 +128,8 @@ impl Floor {
     ) -> Result<(serde_json::Value, CellPhases), String> {
         let us = |from: u64, to: u64| to.saturating_sub(from) as f64 / 1e3;
         let run = mono_ns();
-        let source = format!("(async function () {{ {code}\n}})");
-        let body: Function = ctx.eval(source).map_err(|e| caught(ctx, e))?;
+        let body: Function = isolate::compile_body(ctx, internals, code, soft, |_| {})
+            .ok_or_else(|| caught(ctx, rquickjs::Error::Exception))?;
         let compiled = mono_ns();
         let promise = body
             .call::<_, Value>(())
@@ -213,15 +213,19 @@ impl Floor {
 impl State {
     /// `host.call`, with the worker's checks: a known operation, the bridge-call cap, JSON
     /// arguments (parsed when answered).
-    fn start_call(&mut self, op: &str, args: String) -> Result<u64, String> {
+    fn start_call(&mut self, op: &str, args: String) -> Result<u64, Refused> {
         let op = match op {
             "search" => BridgeOp::Search,
             "describe" => BridgeOp::Describe,
             "call" => BridgeOp::Call,
-            other => return Err(format!("unknown bridge operation `{other}`")),
+            other => {
+                return Err(Refused::other(format!(
+                    "unknown bridge operation `{other}`"
+                )));
+            }
         };
         if self.next_id > u64::from(self.cap) {
-            return Err("bridge call limit reached".into());
+            return Err(Refused::bridge_calls(self.cap));
         }
         let id = self.next_id;
         self.next_id += 1;

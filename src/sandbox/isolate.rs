@@ -31,6 +31,7 @@ use super::protocol::{
 };
 use super::text::{repair_lone_surrogates, strip_controls, truncate_to};
 use super::worker::{Channel, ChannelError};
+use crate::config::input;
 
 /// The prelude, embedded at build time.
 const PRELUDE: &str = include_str!("../../js/prelude.js");
@@ -195,6 +196,9 @@ struct Shared {
     trace: Option<WorkerTrace>,
     /// Calls from this index on in `trace.calls` are queued but not yet written.
     unsent: usize,
+    /// The cell's compiled script is being evaluated (see [`compile_body`]): no call may start
+    /// and no line is logged.
+    compiling: bool,
 }
 
 impl Shared {
@@ -212,6 +216,7 @@ impl Shared {
         self.io_failed = false;
         self.trace = None;
         self.unsent = 0;
+        self.compiling = false;
     }
 
     fn flush(&mut self) {
@@ -233,31 +238,37 @@ impl Shared {
         self.out.clear();
     }
 
-    /// `host.call`: queue a `Call` frame. Returns the id, or a refusal message for the guest.
-    fn start_call(&mut self, op: &str, args: String) -> Result<u64, String> {
+    /// `host.call`: queue a `Call` frame. Returns the id, or a refusal for the guest.
+    fn start_call(&mut self, op: &str, args: String) -> Result<u64, Refused> {
         let op = match op {
             "search" => BridgeOp::Search,
             "describe" => BridgeOp::Describe,
             "call" => BridgeOp::Call,
-            other => return Err(format!("unknown bridge operation `{other}`")),
+            other => {
+                return Err(Refused::other(format!(
+                    "unknown bridge operation `{}`",
+                    input::echo(other)
+                )));
+            }
         };
+        if self.compiling {
+            return Err(Refused::other(COMPILING_REFUSAL.to_owned()));
+        }
         if self.started >= self.cap {
-            return Err(format!(
-                "bridge call limit reached: a cell may start at most {} bridge calls; split the \
-                 work across cells",
-                self.cap
-            ));
+            return Err(Refused::bridge_calls(self.cap));
         }
         let cap = self.chan.frame_cap();
         if args.len() + 128 > cap {
-            return Err(format!(
-                "bridge arguments too large ({} bytes, at most {} per call); pass less data",
-                args.len(),
-                cap - 128
-            ));
+            return Err(Refused::argument_bytes(args.len(), cap - 128));
+        }
+        // One level for the array of arguments.
+        if input::json_depth_exceeds(args.as_bytes(), input::MAX_BRIDGE_ARGUMENT_DEPTH + 1) {
+            return Err(Refused::argument_depth());
         }
         let Ok(args) = RawValue::from_string(repair_lone_surrogates(args)) else {
-            return Err("bridge arguments are not valid JSON".to_owned());
+            return Err(Refused::other(
+                "bridge arguments are not valid JSON".to_owned(),
+            ));
         };
         let id = self.next_id;
         self.next_id += 1;
@@ -268,7 +279,9 @@ impl Shared {
             cpu: protocol::current_cpu(),
         };
         if protocol::encode(&call, &mut self.out).is_err() {
-            return Err("bridge arguments could not be encoded".to_owned());
+            return Err(Refused::other(
+                "bridge arguments could not be encoded".to_owned(),
+            ));
         }
         self.started += 1;
         self.outstanding.insert(id);
@@ -285,7 +298,10 @@ impl Shared {
 
     /// `host.log`: keep what fits the budget, count the rest. Returns the remaining budget.
     fn log(&mut self, level: i32, text: &str) -> usize {
-        if self.log_remaining == 0 {
+        if self.compiling {
+            return self.log_remaining;
+        }
+        if self.log_remaining == 0 || self.logs.len() >= input::MAX_LOG_LINES {
             self.logs_dropped += 1;
             return 0;
         }
@@ -309,6 +325,80 @@ impl Shared {
     }
 }
 
+/// Why `host.call` refused a call, as the prelude tags the guest's rejection.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum RefusalKind {
+    /// The bridge-call cap (`Limits::bridge_calls`).
+    BridgeCalls,
+    /// Arguments over the frame bound (`Limits::frame_bytes`).
+    ArgumentBytes,
+    /// Arguments nested deeper than [`input::MAX_BRIDGE_ARGUMENT_DEPTH`].
+    ArgumentDepth,
+    /// Anything else (not a named limit).
+    Other,
+}
+
+/// A refused bridge call: its kind and the message the guest's promise rejects with.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Refused {
+    pub(crate) kind: RefusalKind,
+    pub(crate) message: String,
+}
+
+impl Refused {
+    pub(crate) fn other(message: String) -> Refused {
+        Refused {
+            kind: RefusalKind::Other,
+            message,
+        }
+    }
+
+    pub(crate) fn bridge_calls(cap: u32) -> Refused {
+        Refused {
+            kind: RefusalKind::BridgeCalls,
+            message: format!(
+                "bridge call limit reached: a cell may start at most {cap} bridge calls; split the \
+                 work across cells"
+            ),
+        }
+    }
+
+    pub(crate) fn argument_bytes(len: usize, cap: usize) -> Refused {
+        Refused {
+            kind: RefusalKind::ArgumentBytes,
+            message: format!(
+                "bridge arguments too large ({len} bytes, at most {cap} per call: the sandbox's \
+                 frame bound); pass less data"
+            ),
+        }
+    }
+
+    pub(crate) fn argument_depth() -> Refused {
+        Refused {
+            kind: RefusalKind::ArgumentDepth,
+            message: super::cell::argument_depth_message(),
+        }
+    }
+
+    /// The string `host.call` returns: the kind's letter, then the message (see the prelude).
+    fn tagged(&self) -> String {
+        let tag = match self.kind {
+            RefusalKind::BridgeCalls => 'L',
+            RefusalKind::ArgumentBytes => 'B',
+            RefusalKind::ArgumentDepth => 'D',
+            RefusalKind::Other => 'E',
+        };
+        let mut out = String::with_capacity(self.message.len() + 1);
+        out.push(tag);
+        out.push_str(&self.message);
+        out
+    }
+}
+
+/// Why a call started while the cell's script is evaluated is refused (only a body that closes
+/// its wrapper runs anything then, and it ends as a `SyntaxError`).
+const COMPILING_REFUSAL: &str = "no bridge call may start while the cell is compiled";
+
 /// The prelude's internals, looked up once before `Ready`.
 pub(crate) struct Internals<'js> {
     /// `settle(id, ok, payload)`: resolves call `id` with JSON text or rejects it with a message.
@@ -317,6 +407,8 @@ pub(crate) struct Internals<'js> {
     pub(crate) encode_result: Function<'js>,
     describe_error: Function<'js>,
     set_log_budget: Function<'js>,
+    /// `sourceOf(f)`: the function's source text (the original `Function.prototype.toString`).
+    source_of: Function<'js>,
     result_bytes: usize,
 }
 
@@ -331,6 +423,7 @@ impl<'js> Internals<'js> {
             encode_result: object.get("encodeResult")?,
             describe_error: object.get("describeError")?,
             set_log_budget: object.get("setLogBudget")?,
+            source_of: object.get("sourceOf")?,
             result_bytes: caps.result_bytes,
         };
         internals.reset_log_budget(caps)?;
@@ -421,6 +514,7 @@ impl Isolate {
                 io_failed: false,
                 trace: None,
                 unsent: 0,
+                compiling: false,
             }));
             let internals =
                 load_prelude(&ctx, &shared, prelude).map_err(|_| SetupStage::Prelude)?;
@@ -521,7 +615,7 @@ impl Isolate {
         // The body and its promise (which holds the result) are freed only after `Done` is sent:
         // freeing a function's bytecode, atoms and object graph is not on the caller's path.
         let mut keep = Vec::with_capacity(2);
-        let settled = drive(ctx, shared, &internals.settle, &run.code, soft, &mut keep);
+        let settled = drive(ctx, shared, internals, &run.code, soft, &mut keep);
         let mut done = Done {
             status: DoneStatus::Ok,
             value: None,
@@ -607,6 +701,8 @@ impl Isolate {
         done.status = match kind.as_str() {
             "memory" if self.heap.refused() => DoneStatus::Memory,
             "bridge_limit" => DoneStatus::BridgeCallLimit,
+            "argument_bytes" => DoneStatus::ArgumentTooLarge,
+            "argument_depth" => DoneStatus::ArgumentTooDeep,
             _ => DoneStatus::JsError,
         };
         let mut message = message;
@@ -782,7 +878,7 @@ fn load_prelude<'js>(
 pub(crate) fn install_prelude<'js>(
     ctx: &Ctx<'js>,
     bytecode: Option<&[u8]>,
-    call: impl Fn(&str, String) -> Result<u64, String> + 'js,
+    call: impl Fn(&str, String) -> Result<u64, Refused> + 'js,
     log: impl Fn(i32, &str) -> usize + 'js,
 ) -> Result<Object<'js>, rquickjs::Error> {
     let host = Object::new(ctx.clone())?;
@@ -793,7 +889,9 @@ pub(crate) fn install_prelude<'js>(
             move |ctx: Ctx<'js>, op: String, args: String| -> rquickjs::Result<Value<'js>> {
                 match call(&op, args) {
                     Ok(id) => Ok(Value::new_number(ctx, id as f64)),
-                    Err(message) => Ok(rquickjs::String::from_str(ctx, &message)?.into_value()),
+                    Err(refused) => {
+                        Ok(rquickjs::String::from_str(ctx, &refused.tagged())?.into_value())
+                    }
                 }
             },
         )?,
@@ -813,16 +911,16 @@ pub(crate) fn install_prelude<'js>(
 fn drive<'js>(
     ctx: &Ctx<'js>,
     shared: &Rc<RefCell<Shared>>,
-    settle: &Function<'js>,
+    internals: &Internals<'js>,
     code: &str,
     soft: Instant,
     keep: &mut Vec<Value<'js>>,
 ) -> Settled<'js> {
-    // The body shares its first line with the wrapper so guest line numbers stay right.
-    let source = format!("(async function () {{ {code}\n}})");
-    let body: Function = match ctx.eval(source) {
-        Ok(f) => f,
-        Err(_) => return threw(ctx, soft),
+    let body = match compile_body(ctx, internals, code, soft, |on| {
+        shared.borrow_mut().compiling = on;
+    }) {
+        Some(f) => f,
+        None => return threw(ctx, soft),
     };
     if let Some(trace) = &mut shared.borrow_mut().trace {
         trace.compiled = mono_ns();
@@ -891,14 +989,105 @@ fn drive<'js>(
         };
         if let Some((id, result)) = reply {
             let call = match result {
-                ReplyResult::Ok(raw) => settle.call::<_, ()>((id as f64, true, raw.get())),
-                ReplyResult::Err(message) => settle.call::<_, ()>((id as f64, false, message)),
+                ReplyResult::Ok(raw) => {
+                    internals.settle.call::<_, ()>((id as f64, true, raw.get()))
+                }
+                ReplyResult::Err(message) => {
+                    internals.settle.call::<_, ()>((id as f64, false, message))
+                }
             };
             if call.is_err() {
                 let _ = ctx.catch();
             }
         }
     }
+}
+
+/// The wrapper a cell body is compiled in; the body shares its first line with it so guest line
+/// numbers stay right.
+const WRAPPER_HEAD: &str = "(async function () { ";
+const WRAPPER_TAIL: &str = "\n})";
+
+/// The `SyntaxError` of a body that closes its wrapper.
+const CLOSES_WRAPPER: &str = "the cell body is not a function body: it closes the async function \
+                              the sandbox compiles it in (an unmatched `}` or `)`); send only \
+                              statements";
+
+/// Compiles `code` as the body of an async function and returns that function, or `None` with
+/// the exception pending (a `SyntaxError` from the parser, or [`CLOSES_WRAPPER`]).
+///
+/// The body is compiled inside `(async function () { … \n})`, compile-only, so a syntax error
+/// runs nothing. A body is a function body exactly when the script's value is a function whose
+/// source text is the whole wrapper minus its parentheses: a function's source is a contiguous
+/// slice of the script, so only the wrapper's own function spans it, and then the body was
+/// parsed entirely inside it. A body that closes the wrapper (`}); (async function(){ …`) fails
+/// that check; whatever top-level code it smuggled in ran with `compiling(true)` (no bridge call
+/// starts, nothing is logged: the worker's native side refuses them) and the cell ends with
+/// [`CLOSES_WRAPPER`]. The check costs one call into the prelude and one comparison of the
+/// body's text.
+pub(crate) fn compile_body<'js>(
+    ctx: &Ctx<'js>,
+    internals: &Internals<'js>,
+    code: &str,
+    soft: Instant,
+    compiling: impl Fn(bool),
+) -> Option<Function<'js>> {
+    let mut source =
+        String::with_capacity(WRAPPER_HEAD.len() + code.len() + WRAPPER_TAIL.len() + 1);
+    source.push_str(WRAPPER_HEAD);
+    source.push_str(code);
+    source.push_str(WRAPPER_TAIL);
+    let len = source.len();
+    // QuickJS's parser needs a NUL after the source.
+    source.push('\0');
+    let raw = ctx.as_raw().as_ptr();
+    let flags = (qjs::JS_EVAL_TYPE_GLOBAL
+        | qjs::JS_EVAL_FLAG_STRICT
+        | qjs::JS_EVAL_FLAG_COMPILE_ONLY) as i32;
+    // SAFETY: a NUL-terminated source of `len` bytes, a static file name, a live context.
+    let compiled = unsafe {
+        qjs::JS_Eval(
+            raw,
+            source.as_ptr().cast(),
+            len as _,
+            c"eval_script".as_ptr(),
+            flags,
+        )
+    };
+    // SAFETY: JS_IsException only inspects the tag.
+    if unsafe { qjs::JS_IsException(compiled) } {
+        return None;
+    }
+    compiling(true);
+    // SAFETY: JS_EvalFunction takes ownership of the compiled script.
+    let value = unsafe { qjs::JS_EvalFunction(raw, compiled) };
+    compiling(false);
+    // SAFETY: tag check only.
+    if unsafe { qjs::JS_IsException(value) } {
+        // Evaluating the wrapper alone runs nothing; so something smuggled in ran and threw. The
+        // deadline and out-of-memory keep their own outcome.
+        if Instant::now() < soft {
+            let _ = ctx.catch();
+            let _ = rquickjs::Exception::throw_syntax(ctx, CLOSES_WRAPPER);
+        }
+        return None;
+    }
+    // SAFETY: `value` is a live, owned value of this context; `Value` takes the reference.
+    let value = unsafe { Value::from_raw(ctx.clone(), value) };
+    let own = value.as_function().is_some_and(|f| {
+        internals
+            .source_of
+            .call::<_, rquickjs::String>((f.clone(),))
+            .ok()
+            .and_then(|s| s.to_string().ok())
+            .is_some_and(|text| text.as_str() == &source[1..len - 1])
+    });
+    if !own {
+        let _ = ctx.catch();
+        let _ = rquickjs::Exception::throw_syntax(ctx, CLOSES_WRAPPER);
+        return None;
+    }
+    value.into_function()
 }
 
 fn threw<'js>(ctx: &Ctx<'js>, soft: Instant) -> Settled<'js> {

@@ -37,6 +37,13 @@ pub enum Outcome {
         /// What was wrong.
         detail: String,
     },
+    /// The sandbox itself went away under the cell: the zygote died (or stopped reporting) while
+    /// the cell's worker ran, so the worker's end is unknown. Not the guest's doing; the
+    /// supervisor restarts the zygote for the next cell.
+    SandboxUnavailable {
+        /// What was observed.
+        detail: String,
+    },
     /// No worker could be started for this cell (R-8.6: fall back to tools mode).
     WorkerSetupFailure {
         /// The failing setup stage or observation.
@@ -59,11 +66,19 @@ pub enum LimitKind {
     BridgeCalls,
     /// The cell's source exceeded `Limits::code_bytes` (nothing ran).
     CodeBytes,
+    /// The guest let the rejection of a bridge call whose arguments exceeded the frame bound
+    /// (`Limits::frame_bytes`) escape the cell.
+    ArgumentBytes,
+    /// The guest let the rejection of a bridge call whose arguments nested deeper than
+    /// `MAX_BRIDGE_ARGUMENT_DEPTH` (64, in `config::input`) escape the
+    /// cell.
+    ArgumentDepth,
 }
 
 impl Outcome {
     /// The stable `kind` string: `ok`, `js_error`, `timeout`, `memory`, `killed_by_signal`,
-    /// `seccomp_violation`, `protocol_error`, `worker_setup_failure`, `limit_exceeded`.
+    /// `seccomp_violation`, `protocol_error`, `sandbox_unavailable`, `worker_setup_failure`,
+    /// `limit_exceeded`.
     pub fn kind(&self) -> &'static str {
         match self {
             Outcome::Ok => "ok",
@@ -73,6 +88,7 @@ impl Outcome {
             Outcome::KilledBySignal { .. } => "killed_by_signal",
             Outcome::SeccompViolation => "seccomp_violation",
             Outcome::ProtocolError { .. } => "protocol_error",
+            Outcome::SandboxUnavailable { .. } => "sandbox_unavailable",
             Outcome::WorkerSetupFailure { .. } => "worker_setup_failure",
             Outcome::LimitExceeded { .. } => "limit_exceeded",
         }
@@ -105,6 +121,10 @@ impl Outcome {
             Outcome::ProtocolError { detail } => {
                 format!("the sandbox worker broke the protocol and was killed: {detail}")
             }
+            Outcome::SandboxUnavailable { detail } => format!(
+                "the sandbox became unavailable during the cell ({detail}); its result is lost. \
+                 Retry the cell: the sandbox restarts"
+            ),
             Outcome::WorkerSetupFailure { detail } => format!(
                 "the sandbox could not start a worker: {detail}; use the search/describe/call \
                  tools instead"
@@ -120,6 +140,16 @@ impl Outcome {
                                          shorter body (search, describe and call only what \
                                          this step needs)"
                     .to_owned(),
+                LimitKind::ArgumentBytes => "a bridge call's arguments were larger than the \
+                                             sandbox's frame bound (Limits::frame_bytes) and \
+                                             the call was refused; pass less data per call"
+                    .to_owned(),
+                LimitKind::ArgumentDepth => format!(
+                    "a bridge call's arguments nested deeper than \
+                     {} levels of arrays and objects and the call was refused; pass flatter \
+                     arguments",
+                    crate::config::input::MAX_BRIDGE_ARGUMENT_DEPTH
+                ),
             },
         }
     }
@@ -252,7 +282,7 @@ pub struct CellResult {
     pub outcome: Outcome,
     /// The JSON result when `outcome` is [`Outcome::Ok`] (`undefined` → `null`).
     pub value: Option<serde_json::Value>,
-    /// Console output, capped by `Limits::log_bytes`.
+    /// Console output, capped by `Limits::log_bytes` and at `MAX_LOG_LINES` (1,000) lines.
     pub logs: Vec<LogLine>,
     /// `true` when console output was dropped at the cap.
     pub logs_truncated: bool,
@@ -263,7 +293,8 @@ pub struct CellResult {
 impl CellResult {
     /// The user-facing shape (R-8.5): `{ok, value, logs, telemetry}` on success,
     /// `{ok: false, error: {kind, message}, logs, telemetry}` otherwise. `telemetry` also carries
-    /// `logs_truncated`.
+    /// `logs_truncated`; when lines were dropped, `logs` ends with one
+    /// [`truncation_marker`](CellResult::truncation_marker) line.
     pub fn to_json(&self) -> serde_json::Value {
         let mut out = serde_json::Map::new();
         out.insert("ok".into(), self.outcome.is_ok().into());
@@ -278,16 +309,30 @@ impl CellResult {
                 serde_json::json!({"kind": self.outcome.kind(), "message": self.outcome.message()}),
             );
         }
-        out.insert(
-            "logs".into(),
-            serde_json::to_value(&self.logs).unwrap_or_default(),
-        );
+        let mut logs = serde_json::to_value(&self.logs).unwrap_or_default();
+        if self.telemetry.logs_dropped > 0
+            && let Some(lines) = logs.as_array_mut()
+        {
+            lines.push(serde_json::json!({"level": "warn", "text": self.truncation_marker()}));
+        }
+        out.insert("logs".into(), logs);
         let mut telemetry = serde_json::to_value(&self.telemetry).unwrap_or_default();
         if let Some(t) = telemetry.as_object_mut() {
             t.insert("logs_truncated".into(), self.logs_truncated.into());
         }
         out.insert("telemetry".into(), telemetry);
         serde_json::Value::Object(out)
+    }
+
+    /// The last console line of the user-facing shape when output was dropped at a cap: how many
+    /// lines were dropped or cut and both caps.
+    pub fn truncation_marker(&self) -> String {
+        format!(
+            "[toolsearch: {} console line(s) dropped or cut; a cell keeps at most {} lines \
+             (MAX_LOG_LINES) and Limits::log_bytes bytes of console output]",
+            self.telemetry.logs_dropped,
+            crate::config::input::MAX_LOG_LINES
+        )
     }
 
     /// A result for a cell that never reached a worker.

@@ -260,6 +260,12 @@ pub(crate) enum DoneStatus {
     ResultTooLarge,
     /// The bridge-call cap's rejection escaped the cell.
     BridgeCallLimit,
+    /// The rejection of a call whose arguments exceeded the frame bound escaped the cell.
+    ArgumentTooLarge,
+    /// The rejection of a call whose arguments nested deeper than
+    /// [`MAX_BRIDGE_ARGUMENT_DEPTH`](crate::config::input::MAX_BRIDGE_ARGUMENT_DEPTH) escaped the
+    /// cell.
+    ArgumentTooDeep,
 }
 
 /// Appends one frame (header + JSON) to `out`.

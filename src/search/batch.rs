@@ -119,7 +119,8 @@ pub fn parse(args: &Value, limits: SearchLimits) -> Result<Request, BatchError> 
     for key in map.keys() {
         if !matches!(key.as_str(), "query" | "limit" | "queries") {
             return Err(error(format!(
-                "unknown field {key:?}; accepted fields are query, limit and queries"
+                "unknown field {:?}; accepted fields are query, limit and queries",
+                crate::config::input::echo(key)
             )));
         }
     }

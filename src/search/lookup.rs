@@ -55,7 +55,7 @@ pub enum LookupError {
 }
 
 fn unknown_message(selector: &str, suggestions: &[String]) -> String {
-    let mut text = format!("Unknown tool {selector:?}.");
+    let mut text = format!("Unknown tool {:?}.", crate::config::input::echo(selector));
     if !suggestions.is_empty() {
         text.push_str(" Did you mean ");
         text.push_str(
@@ -78,7 +78,8 @@ fn ambiguous_message(selector: &str, candidates: &[String]) -> String {
         .collect();
     let more = candidates.len().saturating_sub(MAX_AMBIGUOUS_LISTED);
     let mut text = format!(
-        "{selector:?} is ambiguous: it matches {} tools: {}",
+        "{:?} is ambiguous: it matches {} tools: {}",
+        crate::config::input::echo(selector),
         candidates.len(),
         listed.join(", ")
     );

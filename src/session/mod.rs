@@ -114,6 +114,7 @@ fn cell_failure_kind(outcome: &Outcome) -> FailureKind {
         }
         Outcome::KilledBySignal { .. }
         | Outcome::ProtocolError { .. }
+        | Outcome::SandboxUnavailable { .. }
         | Outcome::WorkerSetupFailure { .. } => FailureKind::Internal,
     }
 }

@@ -142,7 +142,10 @@ impl Guidance {
         CallError::new(
             ErrorKind::UnknownTool,
             None,
-            format!("Unknown tool {name:?}: {hint}."),
+            format!(
+                "Unknown tool {:?}: {hint}.",
+                crate::config::input::echo(name)
+            ),
         )
     }
 
@@ -159,7 +162,10 @@ impl Guidance {
         CallError::new(
             ErrorKind::UnknownTool,
             Some(id),
-            format!("{name:?} is not declared to you: {how}."),
+            format!(
+                "{:?} is not declared to you: {how}.",
+                crate::config::input::echo(name)
+            ),
         )
     }
 

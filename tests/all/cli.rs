@@ -438,3 +438,61 @@ fn untrusted_catalog_text_reaches_the_terminal_without_escape_sequences() {
     let out = toolsearch(&["search", "paint", "--catalog", path, "--json"]);
     assert!(stdout(&out).contains("\\u001b[31m"), "{}", stdout(&out));
 }
+
+#[test]
+fn eval_metrics_stay_in_range_with_duplicate_ids_in_the_catalog() {
+    let dir = tempfile::tempdir().unwrap();
+    let catalog = dir.path().join("catalog.jsonl");
+    let line = |id: &str, description: &str| {
+        format!(
+            "{{\"id\": \"{id}\", \"name\": \"{id}\", \"description\": \"{description}\", \"input_schema\": {{\"type\": \"object\"}}}}\n"
+        )
+    };
+    let mut text = String::new();
+    // The gold tool three times, a second gold tool twice, and some noise.
+    for _ in 0..3 {
+        text.push_str(&line("weather_now", "current weather forecast for a city"));
+    }
+    for _ in 0..2 {
+        text.push_str(&line(
+            "weather_week",
+            "weather forecast for the week in a city",
+        ));
+    }
+    text.push_str(&line("send_mail", "send an email message"));
+    text.push_str(&line("list_files", "list the files in a folder"));
+    std::fs::write(&catalog, text).unwrap();
+    let queries = dir.path().join("queries.jsonl");
+    std::fs::write(
+        &queries,
+        "{\"qid\": \"q1\", \"query\": \"weather forecast for a city\", \"gold\": [\"weather_now\", \"weather_week\"]}\n\
+         {\"qid\": \"q2\", \"query\": \"current weather\", \"gold\": [\"weather_now\"]}\n",
+    )
+    .unwrap();
+    let out = toolsearch(&[
+        "eval",
+        "--catalog",
+        catalog.to_str().unwrap(),
+        "--queries",
+        queries.to_str().unwrap(),
+        "--json",
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let value: Value = serde_json::from_str(&stdout(&out)).unwrap();
+    for key in [
+        "recall@1",
+        "recall@5",
+        "recall@10",
+        "hit@1",
+        "hit@5",
+        "hit@10",
+        "ndcg@10",
+        "mrr",
+    ] {
+        let m = value[key].as_f64().unwrap();
+        assert!((0.0..=1.0).contains(&m), "{key} = {m}: {value}");
+    }
+    // Both gold tools are found: deduplicated, the ranking is perfect.
+    assert_eq!(value["recall@5"].as_f64().unwrap(), 1.0, "{value}");
+    assert!(value["ndcg@10"].as_f64().unwrap() > 0.99, "{value}");
+}

@@ -273,3 +273,34 @@ fn a_cell_body_over_its_limit_is_its_own_limit_and_never_runs() {
     assert_eq!(result.telemetry.worker_pid, 0, "no worker was used");
     rt.block_on(session.finish());
 }
+
+#[test]
+fn deeply_nested_call_and_search_arguments_are_refused_by_name_and_the_cell_goes_on() {
+    let rt = rt();
+    let session = rt.block_on(code_session().build()).unwrap();
+    let code = "let o = {}; for (let i = 1; i < 100; i++) o = {a: o};
+        const out = [];
+        try { await openclaw.tools.call('plugin:units:convert_units', {value: 1, from_unit: 'km', to_unit: 'mi', extra: o}); out.push('called'); }
+        catch (e) { out.push(e.message); }
+        try { await openclaw.tools.search({query: 'convert units', deep: o}); out.push('searched'); }
+        catch (e) { out.push(e.message); }
+        const hits = await openclaw.tools.search('convert units');
+        out.push(hits.length > 0);
+        return out;";
+    let result = rt.block_on(session.run_cell(code, None));
+    assert_eq!(result.outcome, toolsearch::Outcome::Ok, "{result:#?}");
+    let value = result.value.unwrap();
+    for refused in &value.as_array().unwrap()[..2] {
+        let text = refused.as_str().unwrap();
+        assert!(
+            text.contains("nested deeper than 64 levels")
+                && text.contains("MAX_BRIDGE_ARGUMENT_DEPTH"),
+            "{value}"
+        );
+    }
+    assert_eq!(value[2], true);
+    // The next cell runs on a fresh worker as usual.
+    let next = rt.block_on(session.run_cell("return 1 + 1", None));
+    assert_eq!(next.value, Some(json!(2)));
+    rt.block_on(session.finish());
+}

@@ -217,3 +217,45 @@ fn each_invalid_value_names_its_key_and_what_is_accepted() {
         );
     }
 }
+
+#[test]
+fn non_finite_numbers_name_the_key_and_the_rule() {
+    for (number, shown) in [("Infinity", "inf"), ("-Infinity", "-inf"), ("NaN", "NaN")] {
+        let text = format!("{{tools: {{toolSearch: {{codeTimeoutMs: {number}}}}}}}");
+        let error = parse(&text).unwrap_err().to_string();
+        assert!(
+            error.contains("tools.toolSearch.codeTimeoutMs")
+                && error.contains("non-finite number")
+                && error.contains("not allowed"),
+            "{number}: {error}"
+        );
+        assert!(error.contains(shown), "{number}: {error}");
+        assert!(!error.contains("invalid value: null"), "{error}");
+    }
+    let error = parse("{mcp: {servers: {a: {command: 'x', callTimeoutMs: NaN}}}}")
+        .unwrap_err()
+        .to_string();
+    assert!(error.contains("mcp.servers.a.callTimeoutMs"), "{error}");
+}
+
+#[test]
+fn a_bad_mcp_glob_is_named_itself_wherever_it_is_in_the_list() {
+    let rt = crate::support::rt();
+    for (key, list) in [
+        (
+            "enabledTools",
+            r#"["echo", "ad*", "bad[glob", "pi?", "fail"]"#,
+        ),
+        ("disabledTools", r#"["echo", "bad[glob", "fail"]"#),
+    ] {
+        let text = format!("{{mcp: {{servers: {{t: {{command: 'node', {key}: {list}}}}}}}}}");
+        let config = parse(&text).unwrap();
+        let error = rt.block_on(async { toolsearch::Upstreams::start(&config.mcp).map(|_| ()) });
+        let error = error.unwrap_err().to_string();
+        assert!(error.contains(&format!("mcp.servers.t.{key}")), "{error}");
+        assert!(error.contains("\"bad[glob\""), "{error}");
+        for good in ["\"echo\"", "\"fail\"", "\"ad*\""] {
+            assert!(!error.contains(good), "{error}");
+        }
+    }
+}

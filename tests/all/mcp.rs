@@ -772,3 +772,45 @@ fn serve_exiting_leaves_no_child_process() {
         );
     }
 }
+
+#[test]
+fn an_upstream_message_past_a_bound_is_rejected_naming_it_and_the_server() {
+    let run = Run::new(
+        json!({
+            "big": test_server(&["--oversize", "--name", "big"]),
+            "other": test_server(&["--name", "other"]),
+        }),
+        Mode::Tools,
+    );
+    // Within the bounds, both tools answer.
+    assert_eq!(
+        text(&run.call("mcp:big:huge", json!({"bytes": 5}))),
+        "xxxxx"
+    );
+    // 17 MB in one JSON-RPC message: over MAX_MCP_MESSAGE_BYTES (16 MiB).
+    let (_, message) = failure(&run.call("mcp:big:huge", json!({"bytes": 17_000_000})));
+    assert!(
+        message.contains("\"big\"")
+            && message.contains("MAX_MCP_MESSAGE_BYTES")
+            && message.contains("16777216 bytes"),
+        "{message}"
+    );
+    // The other server never noticed.
+    assert_eq!(
+        text(&run.call("mcp:other:echo", json!({"text": "still here"}))),
+        "still here"
+    );
+    // The offending server is restarted; then a message nested too deep is refused the same way.
+    run.eventually("the server to come back", |run| {
+        matches!(run.status("big"), UpstreamStatus::Ready)
+    });
+    let (_, message) = failure(&run.call("mcp:big:deep", json!({"levels": 500})));
+    assert!(
+        message.contains("\"big\"") && message.contains("MAX_MCP_MESSAGE_DEPTH"),
+        "{message}"
+    );
+    assert_eq!(
+        text(&run.call("mcp:other:echo", json!({"text": "and here"}))),
+        "and here"
+    );
+}

@@ -180,3 +180,26 @@ fn bad_policies_fail_closed_with_the_key() {
         assert!(error.to_string().contains(expected), "{value}: {error}");
     }
 }
+
+#[test]
+fn a_bad_glob_is_named_itself_wherever_it_is_in_the_list() {
+    for layer in ["agent", "profile", "sandbox", "session"] {
+        for key in ["allow", "deny"] {
+            let policy = json!({layer: {key: ["plugin:*", "*:send", "mail[", "mcp:?:x", "*"]}});
+            let error = Policy::from_json(&policy).unwrap_err().to_string();
+            assert!(error.contains("\"mail[\""), "{error}");
+            assert!(error.contains(layer), "{error}");
+            for good in ["\"plugin:*\"", "\"*:send\"", "\"mcp:?:x\""] {
+                assert!(!error.contains(good), "{error}");
+            }
+        }
+    }
+    let approvals = toolsearch::GlobApprovals::new(&[
+        "plugin:*".to_string(),
+        "{a,b".to_string(),
+        "*:send".to_string(),
+    ]);
+    let error = approvals.err().unwrap_or_default();
+    assert!(error.contains("\"{a,b\""), "{error}");
+    assert!(!error.contains("plugin:*"), "{error}");
+}

@@ -1,5 +1,7 @@
 //! Code mode's sandbox through its public API: real workers, real signals, real seccomp.
 
+/// Each bound in its own kind: argument depth and size, log lines, the wrapper, the zygote.
+mod bounds;
 /// The bridge: laziness, JSON values, draining, cancellation.
 mod bridge;
 /// The escape corpus: one named test per attempt.
