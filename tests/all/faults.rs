@@ -81,6 +81,7 @@ async fn a_stopped_zygote_cannot_stretch_a_deadline_and_is_replaced() {
             signal(zygote, libc::SIGSTOP);
         }
     );
+    let orphans = crate::sandbox::support::descendants(zygote);
     assert_eq!(running.outcome, Outcome::Ok, "{running:?}");
     assert_eq!(running.value, Some(json!(3)));
     // The pool drains; the first cell that needs a fork from the stopped zygote gives up on it.
@@ -111,8 +112,12 @@ async fn a_stopped_zygote_cannot_stretch_a_deadline_and_is_replaced() {
     h.assert_still_works().await;
     let restarted = h.sup.zygote_pid().unwrap();
     assert_ne!(restarted, zygote, "the stalled zygote was not replaced");
-    // The old one was killed and is reaped by its thread once nothing holds its handle.
+    // The old one was killed and is reaped by its thread once nothing holds its handle; its
+    // workers died with it (`PR_SET_PDEATHSIG`).
     gone(zygote).await;
+    for pid in orphans {
+        gone(pid).await;
+    }
     h.finish().await;
 }
 
@@ -143,14 +148,16 @@ async fn a_zygote_killed_while_cells_run_ends_them_and_is_restarted() {
     assert!(h.sup.wait_pool_full(Duration::from_secs(10)).await);
     let zygote = h.sup.zygote_pid().unwrap();
     let started = Instant::now();
-    let (r, ()) = tokio::join!(
+    let (r, orphans) = tokio::join!(
         h.run("await openclaw.tools.call('slow:5000', {}); return 'finished';"),
         async {
             eventually("the bridge call", || {
                 h.bridge.inflight.load(Ordering::SeqCst) == 1
             })
             .await;
+            let orphans = crate::sandbox::support::descendants(zygote);
             signal(zygote, libc::SIGKILL);
+            orphans
         }
     );
     assert!(
@@ -169,6 +176,9 @@ async fn a_zygote_killed_while_cells_run_ends_them_and_is_restarted() {
     h.assert_still_works().await;
     assert_ne!(h.sup.zygote_pid().unwrap(), zygote);
     gone(zygote).await;
+    for pid in orphans {
+        gone(pid).await;
+    }
     h.finish().await;
 }
 
@@ -277,7 +287,7 @@ fn a_panicking_tool_inside_a_cell_is_internal_and_the_session_keeps_serving() {
     let calls: Vec<Value> = log
         .lines()
         .into_iter()
-        .filter(|r| r["type"] == "call" && r["tool"] == "plugin:chain:boom")
+        .filter(|r| r["type"] == "call" && r["tool_id"] == "plugin:chain:boom")
         .collect();
     assert_eq!(calls.len(), 2, "{:?}", log.lines());
 }
