@@ -658,7 +658,6 @@ fn sigterm_to_serve_stdio_drains_the_call_in_flight_and_refuses_new_ones() {
     );
     let refused = answers[&2]["error"]["message"].as_str().unwrap_or_default();
     assert!(refused.contains("shutting down"), "{}", answers[&2]);
-    drop(send);
     drop(stdin);
     let status = wait_exit(&mut child, Duration::from_secs(20));
     assert!(status.success(), "{status:?}");
