@@ -73,7 +73,9 @@ pub const MAX_FIELD_CHARS: usize = 256;
 
 enum Sink {
     Memory(Vec<u8>),
-    File(std::fs::File),
+    /// A file and the length of its whole lines: a failed write is cut back to it, so a full
+    /// disk never leaves a torn line.
+    File(std::fs::File, u64),
     Discard,
 }
 
@@ -81,6 +83,8 @@ struct LogState {
     sink: Sink,
     records: usize,
     truncated: bool,
+    /// Records that could not be written (reported once, on the first).
+    write_failures: u64,
 }
 
 /// A bounded, redacted JSONL session log (R-11.2). Cheap to clone; all clones append to the
@@ -103,6 +107,7 @@ impl SessionLog {
                 sink,
                 records: 0,
                 truncated: false,
+                write_failures: 0,
             })),
         }
     }
@@ -118,16 +123,36 @@ impl SessionLog {
     }
 
     /// A log appended to `path` (created if missing).
+    ///
+    /// Each record is one `write(2)` of a whole line (nothing is buffered, so nothing is lost on
+    /// exit). If a write fails (a full disk), the file is cut back to its last whole line, the
+    /// record is dropped, the failure is reported once (`tracing` warning, and
+    /// [`SessionLog::write_failures`]) and later records are tried again.
     pub fn to_file(path: &std::path::Path) -> std::io::Result<SessionLog> {
         let file = std::fs::OpenOptions::new()
             .create(true)
             .append(true)
             .open(path)?;
-        Ok(SessionLog::with_sink(Sink::File(file)))
+        let mut len = file.metadata()?.len();
+        // A torn last line from an earlier run (a crash mid-write) is cut off: appending after it
+        // would glue this run's first record onto it.
+        if len > 0 && !ends_with_newline(&file, len)? {
+            len = last_newline_end(&file, len)?;
+            file.set_len(len)?;
+        }
+        Ok(SessionLog::with_sink(Sink::File(file, len)))
+    }
+
+    /// Records dropped because the sink failed to take them (e.g. the disk was full).
+    pub fn write_failures(&self) -> u64 {
+        self.state
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .write_failures
     }
 
     /// Appends one record: `kind` plus `fields` (strings are cut to `MAX_FIELD_CHARS`, 256 characters).
-    /// Never fails the caller: a write error is reported through `tracing`.
+    /// Never fails the caller: a write error is reported through `tracing`, once per log.
     pub fn record(&self, kind: &str, fields: Map<String, Value>) {
         let mut state = self
             .state
@@ -157,11 +182,29 @@ impl SessionLog {
                 buffer.extend_from_slice(line.as_bytes());
                 Ok(())
             }
-            Sink::File(file) => file.write_all(line.as_bytes()),
+            Sink::File(file, whole) => match file.write_all(line.as_bytes()) {
+                Ok(()) => {
+                    *whole += line.len() as u64;
+                    Ok(())
+                }
+                Err(error) => {
+                    // A short write left part of the line: cut it off (O_APPEND writes at the end,
+                    // so the next record starts on a line boundary again).
+                    let _ = file.set_len(*whole);
+                    Err(error)
+                }
+            },
             Sink::Discard => Ok(()),
         };
         if let Err(error) = result {
-            tracing::warn!(%error, "session log write failed");
+            state.write_failures += 1;
+            if state.write_failures == 1 {
+                tracing::warn!(
+                    %error,
+                    "session log write failed; the record was dropped (the log keeps only whole \
+                     lines; later failures are not reported again)"
+                );
+            }
         }
     }
 
@@ -179,6 +222,30 @@ impl SessionLog {
             _ => Vec::new(),
         }
     }
+}
+
+fn ends_with_newline(file: &std::fs::File, len: u64) -> std::io::Result<bool> {
+    use std::os::unix::fs::FileExt;
+    let mut last = [0u8; 1];
+    file.read_exact_at(&mut last, len - 1)?;
+    Ok(last[0] == b'\n')
+}
+
+/// The length of `file` up to and including its last newline (0 if it has none).
+fn last_newline_end(file: &std::fs::File, len: u64) -> std::io::Result<u64> {
+    use std::os::unix::fs::FileExt;
+    let mut end = len;
+    let mut chunk = vec![0u8; 64 * 1024];
+    while end > 0 {
+        let start = end.saturating_sub(chunk.len() as u64);
+        let part = &mut chunk[..(end - start) as usize];
+        file.read_exact_at(part, start)?;
+        if let Some(i) = part.iter().rposition(|b| *b == b'\n') {
+            return Ok(start + i as u64 + 1);
+        }
+        end = start;
+    }
+    Ok(0)
 }
 
 fn bound(value: Value) -> Value {

@@ -8,6 +8,7 @@
 //! command builds a gateway, surface or sandbox supervisor itself, or reads config values.
 
 mod agent;
+mod bench_serve;
 mod code;
 mod eval;
 mod serve;
@@ -72,6 +73,10 @@ enum BenchCommand {
     Payload(agent::PayloadArgs),
     /// The scenario per mode against a real model behind any OpenAI-compatible server.
     Agent(agent::BenchAgentArgs),
+    /// A load test of `serve --http` on loopback: N concurrent MCP clients doing searches,
+    /// search → describe → call chains and code cells for a fixed time, then a soak of
+    /// consecutive cells; throughput, p50/p99, RSS, descriptors and workers of the server.
+    Serve(bench_serve::BenchServeArgs),
 }
 
 /// Configuration file and profile.
@@ -253,6 +258,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
         Command::Bench(BenchCommand::Cells(args)) => code::bench_cells(args),
         Command::Bench(BenchCommand::Payload(args)) => agent::bench_payload(args),
         Command::Bench(BenchCommand::Agent(args)) => agent::bench_agent(args),
+        Command::Bench(BenchCommand::Serve(args)) => bench_serve::bench_serve(args),
         Command::Agent(args) => agent::agent(args),
         Command::MockProvider(args) => agent::mock_provider(args),
         Command::Eval(args) => eval::run(eval::EvalRequest {

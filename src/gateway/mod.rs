@@ -1083,6 +1083,7 @@ impl Gateway {
             "schemas_visible_up_front": self.schemas_visible(),
             "counters": self.inner.counters.to_json(),
             "final_calls": finals,
+            "log_write_failures": self.inner.log.write_failures(),
         })
     }
 

@@ -18,6 +18,7 @@
 
 use std::net::SocketAddr;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::Duration;
 
 use http_body_util::{BodyExt, Full};
@@ -99,6 +100,7 @@ pub enum ServeError {
 pub struct Handler {
     session: Session,
     page_size: usize,
+    drain: Arc<Drain>,
 }
 
 impl Handler {
@@ -107,6 +109,54 @@ impl Handler {
         Handler {
             session,
             page_size: options.page_size.clamp(1, 10_000),
+            drain: Arc::new(Drain::default()),
+        }
+    }
+
+    /// Refuses new `tools/call` requests from now on and waits, up to `grace`, until the calls in
+    /// flight finished. Returns how many were still running at the end of the grace period.
+    pub async fn drain(&self, grace: Duration) -> usize {
+        self.drain.closing.store(true, Ordering::SeqCst);
+        let deadline = tokio::time::Instant::now() + grace;
+        loop {
+            let idle = self.drain.idle.notified();
+            tokio::pin!(idle);
+            idle.as_mut().enable();
+            let running = self.drain.inflight.load(Ordering::SeqCst);
+            if running == 0 {
+                return 0;
+            }
+            if tokio::time::timeout_at(deadline, idle).await.is_err() {
+                return self.drain.inflight.load(Ordering::SeqCst);
+            }
+        }
+    }
+}
+
+/// Calls in flight, and whether new ones are refused (the server is shutting down).
+#[derive(Default)]
+struct Drain {
+    closing: AtomicBool,
+    inflight: AtomicUsize,
+    idle: tokio::sync::Notify,
+}
+
+/// One call in flight; counted out (waking a drain) when dropped.
+struct InFlight<'a>(&'a Drain);
+
+impl Drain {
+    fn enter(&self) -> Option<InFlight<'_>> {
+        self.inflight.fetch_add(1, Ordering::SeqCst);
+        let call = InFlight(self);
+        // Checked after counting in, so a drain that saw 0 in flight never misses this call.
+        (!self.closing.load(Ordering::SeqCst)).then_some(call)
+    }
+}
+
+impl Drop for InFlight<'_> {
+    fn drop(&mut self) {
+        if self.0.inflight.fetch_sub(1, Ordering::SeqCst) == 1 {
+            self.0.idle.notify_waiters();
         }
     }
 }
@@ -205,6 +255,13 @@ impl ServerHandler for Handler {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
+        let Some(_inflight) = self.drain.enter() else {
+            return Err(McpError::internal_error(
+                "the server is shutting down (SIGTERM or Ctrl-C): no new calls are accepted; \
+                 calls already running finish within the grace period",
+                None,
+            ));
+        };
         let name = request.name.to_string();
         let surface = self.session.surface();
         if surface.target_of(&name).is_none() && surface.mode != Mode::Directory {
@@ -291,7 +348,7 @@ pub async fn serve_stdio(session: Session, options: &ServeOptions) -> Result<(),
         "the MCP client",
         super::bounded::Violation::default(),
     );
-    let running = match handler.serve((stdin, tokio::io::stdout())).await {
+    let running = match handler.clone().serve((stdin, tokio::io::stdout())).await {
         Ok(running) => running,
         // The client left before initializing (stdin closed): nothing to serve, not a failure.
         Err(rmcp::service::ServerInitializeError::ConnectionClosed(_)) => {
@@ -306,8 +363,18 @@ pub async fn serve_stdio(session: Session, options: &ServeOptions) -> Result<(),
     tokio::select! {
         _ = &mut waiting => {}
         _ = shutdown_signal() => {
+            // New calls are refused; those in flight finish (within the grace period) before
+            // the connection is cancelled.
+            let started = tokio::time::Instant::now();
+            tokio::select! {
+                _ = &mut waiting => return Ok(()),
+                left = handler.drain(options.grace) => if left > 0 {
+                    tracing::warn!("{left} call(s) still running after the {} s grace period were cancelled", options.grace.as_secs());
+                },
+            }
             token.cancel();
-            let _ = tokio::time::timeout(options.grace, &mut waiting).await;
+            let rest = options.grace.saturating_sub(started.elapsed());
+            let _ = tokio::time::timeout(rest.max(Duration::from_millis(100)), &mut waiting).await;
         }
     }
     Ok(())
@@ -379,6 +446,7 @@ impl HttpListener {
     ) -> Result<(), ServeError> {
         let HttpListener { listener, addr } = self;
         let handler = Handler::new(session.clone(), options);
+        let drain = handler.clone();
         let mut manager = LocalSessionManager::default();
         manager.session_config.keep_alive = Some(options.session_idle);
         let manager = Arc::new(manager);
@@ -453,11 +521,22 @@ impl HttpListener {
                 let _ = connection.await;
             });
         }
-        // Stop accepting (the listener is dropped), end the MCP sessions, let in-flight
-        // requests finish within the grace period.
+        // Stop accepting (the listener is dropped) and refuse new calls, let the calls in flight
+        // finish within the grace period, then end the MCP sessions (their event streams would
+        // otherwise hold the connections open) and the connections.
         drop(listener);
+        let started = tokio::time::Instant::now();
+        let left = drain.drain(options.grace).await;
+        if left > 0 {
+            tracing::warn!(
+                "{left} call(s) still running after the {} s grace period were cancelled",
+                options.grace.as_secs()
+            );
+        }
         cancel.cancel();
-        let _ = tokio::time::timeout(options.grace, graceful.shutdown()).await;
+        let rest = options.grace.saturating_sub(started.elapsed());
+        let _ =
+            tokio::time::timeout(rest.max(Duration::from_millis(500)), graceful.shutdown()).await;
         Ok(())
     }
 }

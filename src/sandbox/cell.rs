@@ -37,6 +37,9 @@ use crate::config::input;
 /// How long to wait for the zygote's exit report after a worker's socket closed.
 const EXIT_REPORT_WAIT: Duration = Duration::from_secs(2);
 
+/// How long a cell whose worker died waits for the exit report at least, even at its deadline.
+const EXIT_REPORT_FLOOR: Duration = Duration::from_millis(50);
+
 /// A forked worker that reported `Ready`.
 pub(crate) struct ReadyWorker {
     pub(crate) process: WorkerProcess,
@@ -529,7 +532,10 @@ pub(crate) async fn drive(
             read = rd.read_buf(&mut inbuf), if reserve(&mut inbuf) => {
                 match read {
                     Ok(0) | Err(_) => {
-                        let exit = worker.process.wait_exit(EXIT_REPORT_WAIT).await;
+                        // Bounded by the cell's deadline too: a stopped zygote never reports.
+                        let left = deadline.saturating_duration_since(tokio::time::Instant::now());
+                        let wait = EXIT_REPORT_WAIT.min(left.max(EXIT_REPORT_FLOOR));
+                        let exit = worker.process.wait_exit(wait).await;
                         break 'cell End::Outcome(classify_exit(exit, false));
                     }
                     Ok(_) => {}

@@ -233,13 +233,36 @@ impl Zygote {
         self.shared.alive.load(Ordering::SeqCst)
     }
 
+    /// SIGKILLs a zygote that stopped answering and marks it dead at once, so the next fork
+    /// starts a new one. Its workers die with it (`PR_SET_PDEATHSIG`); its thread reaps it when
+    /// the last handle is dropped.
+    pub(crate) fn kill_stalled(&self) {
+        if self.shared.alive.swap(false, Ordering::SeqCst)
+            && self.pid > 1
+            && let Ok(pid) = libc::pid_t::try_from(self.pid)
+        {
+            tracing::warn!(
+                zygote = self.pid,
+                "sandbox zygote stopped answering; killing it"
+            );
+            // SAFETY: the zygote is our child and is reaped only by its thread, which waits for
+            // this handle to be dropped (or for a shutdown command): the pid is not reused yet.
+            unsafe { libc::kill(pid, libc::SIGKILL) };
+        }
+    }
+
     /// Asks the zygote to fork one worker; returns it once its socket arrived (not yet `Ready`).
+    /// Unbounded by itself: callers bound it (see `Supervisor`). Dropping the future forgets the
+    /// request (a late answer's worker is killed).
     pub(crate) async fn fork(&self, config: &WorkerConfig) -> Result<WorkerProcess, SandboxError> {
         let token = self.shared.next_token.fetch_add(1, Ordering::Relaxed);
         let (tx, rx) = oneshot::channel();
         lock(&self.shared.forks).insert(token, tx);
+        let _forget = ForgetFork {
+            shared: &self.shared,
+            token,
+        };
         if !self.is_alive() {
-            lock(&self.shared.forks).remove(&token);
             return Err(gone("the zygote's control socket is closed"));
         }
         let request = serde_json::to_vec(&ZygoteRequest::Fork {
@@ -260,7 +283,6 @@ impl Zygote {
             })
             .await;
         if let Err(e) = sent {
-            lock(&self.shared.forks).remove(&token);
             return Err(gone(&format!("sending a fork request failed: {e}")));
         }
         rx.await
@@ -303,6 +325,18 @@ impl Zygote {
                 let _ = done_rx.await;
             }
         }
+    }
+}
+
+/// Removes a fork request's waiter when the request ends, answered or not.
+struct ForgetFork<'a> {
+    shared: &'a Shared,
+    token: u64,
+}
+
+impl Drop for ForgetFork<'_> {
+    fn drop(&mut self) {
+        lock(&self.shared.forks).remove(&self.token);
     }
 }
 

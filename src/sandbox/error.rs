@@ -30,6 +30,16 @@ pub enum SandboxError {
         /// What was observed.
         detail: String,
     },
+    /// The zygote did not answer a fork request in time (stopped, or starved of CPU). It was
+    /// killed, so the next cell starts a new one instead of waiting on it again.
+    #[error(
+        "the sandbox zygote did not answer a fork request within {waited_ms} ms (stopped or \
+         starved); it was killed and the supervisor restarts it on the next cell"
+    )]
+    ZygoteStalled {
+        /// How long the supervisor waited.
+        waited_ms: u64,
+    },
     /// A worker could not be forked or did not reach `Ready`.
     #[error(
         "a sandbox worker could not start: {detail}; code mode should fall back to tools mode (R-8.6)"

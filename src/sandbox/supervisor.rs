@@ -7,7 +7,9 @@
 //! Never does: run a cell on a worker that already ran one; fork the host; refill inside a cell's
 //! timed path; leave a process behind after [`Supervisor::shutdown`] (or, best effort, `Drop`).
 //! Invariants: at most `live_workers` cells run at once (others wait FIFO); at most `pool_size`
-//! idle ready workers exist; a cell's deadline starts when its body is sent to its worker.
+//! idle ready workers exist; a cell's deadline starts when its body is sent to its worker, and
+//! every wait on the zygote before that (restart, fork, `Ready`) is bounded by the same deadline:
+//! a zygote that does not answer a fork request by then (at least 1 s) is killed and replaced.
 
 use std::collections::VecDeque;
 use std::path::PathBuf;
@@ -33,6 +35,11 @@ const RETIRED_EXIT_WAIT: Duration = Duration::from_millis(100);
 
 /// How often [`Supervisor::wait_pool_full`] asks a paused refill to try again.
 const REFILL_RETRY: Duration = Duration::from_millis(50);
+
+/// The shortest wait for the zygote's answer to a fork request before it counts as stalled (and
+/// is killed), whatever a cell's deadline: a healthy zygote below the host's priority on a busy
+/// machine may need a few hundred milliseconds, and killing it costs every cell in flight.
+const FORK_ANSWER_FLOOR: Duration = Duration::from_secs(1);
 
 /// [`SupervisorConfig::worker_nice`] by default.
 pub const DEFAULT_WORKER_NICE: u8 = 10;
@@ -269,7 +276,10 @@ impl Supervisor {
     /// Can a worker start and run a cell here (under the seccomp filter)? Forks a fresh worker
     /// and runs `return 1 + 1`. Code mode falls back to tools mode when this fails.
     pub async fn probe(&self) -> Result<(), SandboxError> {
-        let mut worker = self.inner.spawn_worker(false).await?;
+        let mut worker = self
+            .inner
+            .spawn_worker(false, self.inner.limits.setup_timeout)
+            .await?;
         let limits = &self.inner.limits;
         let result = cell::drive(
             &mut worker,
@@ -296,7 +306,11 @@ impl Supervisor {
     /// allow-list) at the supervisor's request. Returns how it ended:
     /// [`Outcome::SeccompViolation`] when the filter works. Not reachable from guest code.
     pub async fn verify_seccomp(&self) -> Outcome {
-        match self.inner.spawn_worker(false).await {
+        match self
+            .inner
+            .spawn_worker(false, self.inner.limits.setup_timeout)
+            .await
+        {
             Ok(worker) => worker.forbidden_syscall().await,
             Err(e) => Outcome::WorkerSetupFailure {
                 detail: e.to_string(),
@@ -409,9 +423,12 @@ impl Inner {
         if self.closed.load(Ordering::SeqCst) {
             return CellResult::failed(shut_down(), telemetry);
         }
+        // Every wait on the zygote is bounded by the cell's own deadline (a stopped zygote must not
+        // stretch it), and by the setup bound.
+        let setup = timeout.min(self.limits.setup_timeout);
         let (mut worker, warm) = match self.take_ready() {
             Some(w) => (w, true),
-            None => match self.spawn_worker(false).await {
+            None => match self.spawn_worker(false, setup).await {
                 Ok(w) => (w, false),
                 Err(e) => {
                     telemetry.queue_ms = ms(t0);
@@ -494,20 +511,70 @@ impl Inner {
         Ok(z)
     }
 
-    /// Forks a worker and waits for its `Ready`. `rehearse`: for the pool (see
-    /// [`WorkerConfig::rehearse`]).
-    async fn spawn_worker(&self, rehearse: bool) -> Result<ReadyWorker, SandboxError> {
-        let zygote = self.zygote().await?;
+    /// Forks a worker and waits for its `Ready`, all within `limit` (restarting a dead zygote
+    /// included). A zygote that does not answer the fork request within `limit` (at least
+    /// [`FORK_ANSWER_FLOOR`]) is killed: the next cell starts a new one. `rehearse`: for the pool
+    /// (see [`WorkerConfig::rehearse`]).
+    async fn spawn_worker(
+        &self,
+        rehearse: bool,
+        limit: Duration,
+    ) -> Result<ReadyWorker, SandboxError> {
+        let start = tokio::time::Instant::now();
+        let deadline = start + limit;
         let config = WorkerConfig {
             rehearse,
             ..self.worker.clone()
         };
-        let process = match zygote.fork(&config).await {
+        let zygote = self.zygote_by(deadline, limit).await?;
+        let process = match self.fork_by(&zygote, &config, deadline).await {
             Ok(p) => p,
-            Err(SandboxError::ZygoteGone { .. }) => self.zygote().await?.fork(&config).await?,
+            Err(SandboxError::ZygoteGone { .. }) => {
+                let zygote = self.zygote_by(deadline, limit).await?;
+                self.fork_by(&zygote, &config, deadline).await?
+            }
             Err(e) => return Err(e),
         };
-        ReadyWorker::handshake(process, self.limits.setup_timeout, self.limits.frame_bytes).await
+        let left = deadline.saturating_duration_since(tokio::time::Instant::now());
+        ReadyWorker::handshake(process, left, self.limits.frame_bytes).await
+    }
+
+    /// [`Inner::zygote`], given up at `deadline`.
+    async fn zygote_by(
+        &self,
+        deadline: tokio::time::Instant,
+        limit: Duration,
+    ) -> Result<Arc<Zygote>, SandboxError> {
+        match tokio::time::timeout_at(deadline, self.zygote()).await {
+            Ok(z) => z,
+            Err(_) => Err(SandboxError::ZygoteGone {
+                detail: format!(
+                    "no zygote was ready within {} ms (restarting it takes longer)",
+                    limit.as_millis()
+                ),
+            }),
+        }
+    }
+
+    /// One fork request, given up at `deadline` (but not before [`FORK_ANSWER_FLOOR`]); a
+    /// zygote that did not answer by then is killed.
+    async fn fork_by(
+        &self,
+        zygote: &Zygote,
+        config: &WorkerConfig,
+        deadline: tokio::time::Instant,
+    ) -> Result<super::control::WorkerProcess, SandboxError> {
+        let asked = tokio::time::Instant::now();
+        let deadline = deadline.max(asked + FORK_ANSWER_FLOOR);
+        match tokio::time::timeout_at(deadline, zygote.fork(config)).await {
+            Ok(forked) => forked,
+            Err(_) => {
+                zygote.kill_stalled();
+                Err(SandboxError::ZygoteStalled {
+                    waited_ms: u64::try_from(asked.elapsed().as_millis()).unwrap_or(u64::MAX),
+                })
+            }
+        }
     }
 
     async fn fill_pool(&self) {
@@ -525,7 +592,7 @@ impl Inner {
             for mut worker in retired {
                 worker.process.wait_exit(RETIRED_EXIT_WAIT).await;
             }
-            match self.spawn_worker(true).await {
+            match self.spawn_worker(true, self.limits.setup_timeout).await {
                 Ok(w) => {
                     failures = 0;
                     if self.closed.load(Ordering::SeqCst) {

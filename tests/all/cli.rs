@@ -496,3 +496,63 @@ fn eval_metrics_stay_in_range_with_duplicate_ids_in_the_catalog() {
     assert_eq!(value["recall@5"].as_f64().unwrap(), 1.0, "{value}");
     assert!(value["ndcg@10"].as_f64().unwrap() > 0.99, "{value}");
 }
+
+/// `bench serve` briefly (a few hundred ms per phase, a small soak): the JSON report has every
+/// operation's throughput and percentiles, the servers' figures, and no leaked worker or fd.
+#[test]
+fn bench_serve_reports_every_operation_and_no_leaks() {
+    let out = toolsearch(&[
+        "bench",
+        "serve",
+        "--json",
+        "--clients",
+        "2",
+        "--duration-secs",
+        "0.3",
+        "--soak-cells",
+        "40",
+    ]);
+    let text = stdout(&out);
+    assert!(out.status.success(), "{text}\n{}", stderr(&out));
+    let report: Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(report["clients"], 2);
+    for op in [
+        &report["searches"],
+        &report["chain"]["search"],
+        &report["chain"]["describe"],
+        &report["chain"]["call"],
+        &report["cells"],
+    ] {
+        assert!(op["count"].as_u64().unwrap() > 0, "{op}");
+        assert_eq!(op["errors"], 0, "{op}");
+        let (p50, p99) = (
+            op["p50_ms"].as_f64().unwrap(),
+            op["p99_ms"].as_f64().unwrap(),
+        );
+        assert!(p50 > 0.0 && p50 <= p99, "{op}");
+        assert!(op["per_sec"].as_f64().unwrap() > 0.0, "{op}");
+    }
+    let soak = &report["soak"];
+    assert_eq!(soak["count"], 40, "{soak}");
+    assert!(soak["rss_growth_kib"].is_i64(), "{soak}");
+    for server in ["tools", "code"] {
+        let s = &report["servers"][server];
+        assert!(s["rss_before_kib"].as_i64().unwrap() > 0, "{s}");
+        assert!(s["fds_before"].as_i64().unwrap() > 2, "{s}");
+        assert_eq!(s["leaked_fds"], 0, "{server}: {s}");
+        assert_eq!(s["leaked_workers"], 0, "{server}: {s}");
+    }
+    // The code server's sandbox pool was up: workers were counted.
+    assert!(
+        report["servers"]["code"]["live_workers_after"]
+            .as_i64()
+            .unwrap()
+            >= 1
+    );
+    assert_eq!(report["leaked_workers"], 0);
+    assert_eq!(report["leaked_fds"], 0);
+    assert_eq!(report["errors"], 0);
+    for target in ["searches_per_sec", "cells_per_sec", "soak_rss_growth_kib"] {
+        assert!(report["targets"][target]["met"].is_boolean(), "{report}");
+    }
+}

@@ -21,6 +21,9 @@ mod cli;
 mod code_mode;
 /// JSON5 configuration: defaults, profiles, clamps, errors.
 mod config;
+/// Fault injection: stopped and killed zygotes, killed workers, panicking tools, a full disk
+/// under the session log, SIGTERM to serve.
+mod faults;
 /// The call path: shapes, validation, hooks, approvals, timeouts, scheduling, session log.
 mod gateway;
 /// MCP both ways: real npm servers as tool sources, faults, serve mode with real clients.

@@ -350,6 +350,53 @@ fn a_server_killed_mid_call_errors_naming_it_and_works_again_after_the_restart()
     assert_eq!(run.status("fragile"), UpstreamStatus::Ready);
 }
 
+/// An upstream server SIGKILLed from outside while a call of it is in flight: that call ends
+/// with the outage naming the server (not at its timeout), a call to another server in flight at
+/// the same time answers, and the killed server is restarted for the next call.
+#[test]
+fn a_server_sigkilled_mid_call_fails_that_call_only_and_restarts() {
+    let run = Run::new(
+        json!({"fragile": test_server(&["--name", "fragile"]),
+               "steady": test_server(&["--name", "steady"])}),
+        Mode::Tools,
+    );
+    let first_pid: u32 = text(&run.call("mcp:fragile:pid", json!({})))
+        .parse()
+        .unwrap();
+    let started = Instant::now();
+    let (killed, steady) = run.rt.block_on(async {
+        let slow_args = json!({"id": "mcp:fragile:sleep", "args": {"ms": 30000}});
+        let steady_args = json!({"id": "mcp:steady:sleep", "args": {"ms": 500}});
+        let slept = run.session.call(&slow_args);
+        let other = async {
+            tokio::time::sleep(Duration::from_millis(300)).await;
+            let steady = run.session.call(&steady_args);
+            let kill = async {
+                tokio::time::sleep(Duration::from_millis(100)).await;
+                // SAFETY: the test server this run started.
+                unsafe { libc::kill(first_pid as i32, libc::SIGKILL) };
+            };
+            tokio::join!(steady, kill).0
+        };
+        tokio::join!(slept, other)
+    });
+    assert!(
+        started.elapsed() < Duration::from_secs(10),
+        "{:?}",
+        started.elapsed()
+    );
+    let (kind, message) = failure(&killed);
+    assert_eq!(kind, FailureKind::UpstreamUnavailable, "{message}");
+    assert!(message.contains("\"fragile\""), "{message}");
+    assert!(matches!(steady, Reply::Ok(_)), "{steady:?}");
+    assert_eq!(run.status("steady"), UpstreamStatus::Ready);
+    let second_pid: u32 = text(&run.call("mcp:fragile:pid", json!({})))
+        .parse()
+        .unwrap();
+    assert_ne!(first_pid, second_pid);
+    assert_eq!(run.status("fragile"), UpstreamStatus::Ready);
+}
+
 #[test]
 fn garbage_on_stdout_is_skipped() {
     let run = Run::new(
