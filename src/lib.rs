@@ -89,6 +89,10 @@ pub fn run_cli() -> std::process::ExitCode {
     cli::main()
 }
 
+#[cfg(feature = "fuzzing")]
+#[doc(hidden)]
+pub mod fuzzing;
+
 #[doc(hidden)]
 /// The sandbox's cell benchmark (`toolsearch bench cells`, `benches/cells.rs`).
 pub mod bench {

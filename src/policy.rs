@@ -165,13 +165,22 @@ impl Policy {
             message,
         };
         let text = input::read_text(path, input::MAX_POLICY_BYTES, "policy").map_err(file_error)?;
-        input::check_depth(&text, input::MAX_DOCUMENT_DEPTH).map_err(file_error)?;
-        serde_json::from_str::<input::NoDuplicateKeys>(&text)
+        Policy::parse_text(&text, &path.display().to_string())
+    }
+
+    /// Parses a policy document's text (JSON: nesting bounded, duplicate keys rejected); `path`
+    /// names it in errors.
+    pub(crate) fn parse_text(text: &str, path: &str) -> Result<Policy, PolicyError> {
+        use crate::config::input;
+        let file_error = |message: String| PolicyError::File {
+            path: path.to_string(),
+            message,
+        };
+        input::check_depth(text, input::MAX_DOCUMENT_DEPTH).map_err(file_error)?;
+        serde_json::from_str::<input::NoDuplicateKeys>(text)
             .map_err(|e| file_error(format!("not accepted: {e}")))?;
-        let value: Value = serde_json::from_str(&text).map_err(|e| PolicyError::File {
-            path: path.display().to_string(),
-            message: format!("not valid JSON: {e}"),
-        })?;
+        let value: Value =
+            serde_json::from_str(text).map_err(|e| file_error(format!("not valid JSON: {e}")))?;
         Policy::from_json(&value)
     }
 
@@ -210,6 +219,12 @@ impl Policy {
     /// Whether the policy has no rule at all.
     pub fn is_allow_all(&self) -> bool {
         self.layers.is_empty()
+    }
+
+    /// The canonical document (what the fingerprint hashes); the fuzz target re-parses it.
+    #[cfg(feature = "fuzzing")]
+    pub(crate) fn canonical(&self) -> &str {
+        &self.canonical
     }
 
     /// A fingerprint of the rules (0 for allow-all).

@@ -66,7 +66,14 @@ pub fn load(path: &Path, source: Source) -> Result<LoadedFile, FileError> {
         .file_stem()
         .map(|s| s.to_string_lossy().into_owned())
         .unwrap_or_else(|| "catalog".to_string());
-    // Lines that are not UTF-8 are skipped with their line numbers; the rest loads.
+    parse_bytes(bytes, &stem, source).ok_or_else(|| FileError::Shape {
+        path: path.display().to_string(),
+    })
+}
+
+/// Parses a catalog file's bytes: lines that are not UTF-8 are skipped with their line numbers
+/// and the rest loads. `None` when the text is a JSON document of the wrong shape.
+pub(crate) fn parse_bytes(bytes: Vec<u8>, stem: &str, source: Source) -> Option<LoadedFile> {
     let mut bad_lines = Vec::new();
     let text = match String::from_utf8(bytes) {
         Ok(text) => text,
@@ -86,13 +93,11 @@ pub fn load(path: &Path, source: Source) -> Result<LoadedFile, FileError> {
             text
         }
     };
-    let mut loaded = parse(&text, &stem, source).ok_or_else(|| FileError::Shape {
-        path: path.display().to_string(),
-    })?;
+    let mut loaded = parse(&text, stem, source)?;
     bad_lines.append(&mut loaded.issues);
     bad_lines.sort_by_key(|issue| issue.line);
     loaded.issues = bad_lines;
-    Ok(loaded)
+    Some(loaded)
 }
 
 /// Parses catalog text. `stem` is the owner of last resort. `None` when the text is a JSON

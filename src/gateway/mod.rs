@@ -33,6 +33,26 @@ pub use outcome::{
     CallError, CallOutcome, ClientCall, Envelope, ErrorKind, Operation, Recovery, ToolRef,
 };
 pub(crate) use request::lookup_error;
+#[cfg(feature = "fuzzing")]
+pub(crate) use validate::{
+    MAX_REPORTED_ERRORS, compile as compile_schema, problems as argument_problems,
+    render as render_problems,
+};
+
+/// The resolve stage of `tool_call` on its own (the fuzz target): the tool id the request names
+/// (`None` for a position the index does not hold) and the repaired arguments.
+#[cfg(feature = "fuzzing")]
+pub(crate) fn parse_call_request(
+    index: &SearchIndex,
+    request: &Value,
+) -> Result<(Option<String>, Value), CallError> {
+    let parsed = request::parse(index, request)?;
+    let id = match parsed.target {
+        request::Target::Catalog(position) => index.tool(position).map(|d| d.id.clone()),
+        request::Target::Direct(id) => Some(id),
+    };
+    Ok((id, parsed.args))
+}
 pub use schedule::Schedule;
 
 use std::collections::{HashMap, VecDeque};

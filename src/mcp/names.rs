@@ -55,8 +55,9 @@ pub fn escape(raw: &str) -> String {
 }
 
 /// The raw name an escaped catalog name stands for (`None` for a name [`escape`] cannot
-/// have produced, or a cut one). The executor keeps the raw name, so only tests need this.
-#[cfg(test)]
+/// have produced, or a cut one). The executor keeps the raw name, so only tests (and the fuzz
+/// target) need this.
+#[cfg(any(test, feature = "fuzzing"))]
 pub fn unescape(name: &str) -> Option<String> {
     let Some(body) = name.strip_prefix(MARKER) else {
         return is_valid_tool_name(name).then(|| name.to_string());

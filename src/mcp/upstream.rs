@@ -508,11 +508,7 @@ impl Upstream {
                 ))
                 .await
                 .map_err(|e| format!("tools/list failed: {e}"))?;
-            for tool in page.tools {
-                if let Ok(value) = serde_json::to_value(&tool) {
-                    entries.push(value);
-                }
-            }
+            entries.extend(page_entries(page.tools));
             match page.next_cursor {
                 Some(next) if !next.is_empty() && Some(&next) != cursor.as_ref() => {
                     cursor = Some(next)
@@ -889,4 +885,12 @@ impl Tool for McpTool {
             upstream.call(&self.raw_name, args).await
         })
     }
+}
+
+/// One `tools/list` page's tools as the JSON entries [`ingest::ingest`] reads (a tool that does
+/// not serialize is left out).
+pub(crate) fn page_entries(tools: Vec<rmcp::model::Tool>) -> impl Iterator<Item = Value> {
+    tools
+        .into_iter()
+        .filter_map(|tool| serde_json::to_value(&tool).ok())
 }

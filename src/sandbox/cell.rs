@@ -807,6 +807,65 @@ fn revalidate_logs(lines: Vec<LogLine>, cap: usize) -> (Vec<LogLine>, usize, usi
     (kept, bytes, cut)
 }
 
+/// What the host makes of the bytes a worker wrote, without a worker (the fuzz target).
+#[cfg(feature = "fuzzing")]
+pub(crate) struct Decoded {
+    /// Bridge calls the frames started (their futures are never polled).
+    pub(crate) calls_started: usize,
+    /// The cell's result when the frames ended it: from a `Done` frame, or a protocol error.
+    pub(crate) result: Option<CellResult>,
+    /// Bytes left unconsumed (an incomplete frame).
+    pub(crate) left: usize,
+}
+
+/// Feeds `bytes`, as if read from a worker in `chunk`-byte reads, through the supervisor's
+/// frame decoder ([`Frames::take_frames`]) and, on `Done`, through [`finish`].
+#[cfg(feature = "fuzzing")]
+pub(crate) fn decode_worker_bytes(bytes: &[u8], chunk: usize, limits: &Limits) -> Decoded {
+    struct NoBridge;
+    #[async_trait::async_trait]
+    impl Bridge for NoBridge {
+        async fn invoke(
+            &self,
+            _op: super::bridge::BridgeOp,
+            _args: serde_json::Value,
+        ) -> Result<serde_json::Value, super::bridge::BridgeError> {
+            Ok(serde_json::Value::Null)
+        }
+    }
+    let bridge: Arc<dyn Bridge> = Arc::new(NoBridge);
+    let mut state = Frames {
+        cap: limits.frame_bytes,
+        calls: 0,
+        last_id: 0,
+        max_calls: limits.bridge_calls,
+        trace: None,
+        peer_cpu: None,
+        peer_seen: Instant::now(),
+    };
+    let mut inflight = InFlight(Vec::new());
+    let mut inbuf = Vec::new();
+    for piece in bytes.chunks(chunk.max(1)) {
+        inbuf.extend_from_slice(piece);
+        if let Some(end) = state.take_frames(&mut inbuf, &bridge, &mut inflight) {
+            let result = match end {
+                End::Outcome(outcome) => CellResult::failed(outcome, CellTelemetry::default()),
+                End::Done(done) => finish(done, limits, CellTelemetry::default()),
+            };
+            return Decoded {
+                calls_started: inflight.0.len(),
+                result: Some(result),
+                left: inbuf.len(),
+            };
+        }
+    }
+    Decoded {
+        calls_started: inflight.0.len(),
+        result: None,
+        left: inbuf.len(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     //! The supervisor's side of the protocol against a fake worker that misbehaves.

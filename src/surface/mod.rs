@@ -27,6 +27,8 @@ mod prompt;
 
 pub use guidance::{Guidance, Vocabulary};
 pub use names::ProviderNames;
+#[cfg(feature = "fuzzing")]
+pub use names::is_valid as names_is_valid;
 
 use std::collections::{BTreeMap, VecDeque};
 use std::sync::{Arc, Mutex, OnceLock};
