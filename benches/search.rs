@@ -2,9 +2,9 @@
 //!
 //! Tools are sampled from the pooled real catalogs of `../shared/eval/` (8,935 tools, owners
 //! `<set>`); 10k and 100k replicate them with suffixed names and owners. English queries come
-//! from the dev sets; `query_typo` uses the first words of the same queries with the longest
-//! word misspelled (two inner letters swapped, or one dropped); `query_non_english` cycles
-//! through Chinese, German, French and Indonesian requests written for this bench. Every timed
+//! from the dev sets (`query_plain`: the same with typo tolerance and the lexicon off);
+//! `query_typo` uses the first words of the same queries with the longest word misspelled (two
+//! inner letters swapped, or one dropped); `query_non_english` cycles through Chinese, German, French and Indonesian requests written for this bench. Every timed
 //! loop checks its result, so a broken path cannot look fast.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
@@ -16,8 +16,8 @@ use std::time::Duration;
 use criterion::{BenchmarkId, Criterion, criterion_group, criterion_main};
 use serde_json::{Value, json};
 use toolsearch::{
-    Authorized, CatalogSnapshot, Descriptor, Gateway, IndexCache, Policy, SearchIndex, Source,
-    load_catalog_file,
+    Authorized, CatalogSnapshot, Descriptor, Gateway, IndexCache, Policy, SearchIndex,
+    SearchSettings, Source, load_catalog_file,
 };
 
 const SETS: [&str; 4] = ["bfcl", "livemcpbench", "seal_tools", "toolbench"];
@@ -200,6 +200,22 @@ fn bench_search(c: &mut Criterion) {
                 let query = &queries[next % queries.len()];
                 next += 1;
                 let hits = index.rank(black_box(query), 8);
+                assert!(hits.len() <= 8);
+                hits
+            })
+        });
+        // The same English queries with typo tolerance and the lexicon off (the ranker before
+        // them): the same-run baseline for the cost of both.
+        let plain = SearchSettings {
+            typo_tolerance: false,
+            multilingual: false,
+        };
+        let mut next = 0;
+        group.bench_function(BenchmarkId::new("query_plain", n), |b| {
+            b.iter(|| {
+                let query = &queries[next % queries.len()];
+                next += 1;
+                let hits = index.rank_with(black_box(query), 8, &plain);
                 assert!(hits.len() <= 8);
                 hits
             })
