@@ -182,13 +182,7 @@ impl TermMemo {
             return (self.entries[at].0 == term).then_some(at);
         }
         let first = self.infos.len();
-        let key_term = Term::from_field_text(index.body, term);
-        let mut doc_freq = 0u64;
-        for segment in &index.segments {
-            let info = segment.inverted.get_term_info(&key_term).ok().flatten();
-            doc_freq += info.as_ref().map_or(0, |i| u64::from(i.doc_freq));
-            self.infos.push(info);
-        }
+        let doc_freq = index.lookup_term(term, &mut self.infos);
         let at = self.entries.len();
         self.entries.push((term.to_string(), doc_freq, first));
         self.slots.insert(key, at as u32);
@@ -461,26 +455,7 @@ impl SearchIndex {
             Vec::with_capacity(self.segments.len());
         for term in terms {
             infos.clear();
-            let mut doc_freq = 0u64;
-            MEMO.with(|memo| {
-                let mut memo = memo.borrow_mut();
-                if memo.owner != self.address() {
-                    return;
-                }
-                if let Some(at) = memo.entry(self, &term.term) {
-                    let (count, first) = (memo.entries[at].1, memo.entries[at].2);
-                    doc_freq = count;
-                    infos.extend_from_slice(&memo.infos[first..first + self.segments.len()]);
-                }
-            });
-            if infos.is_empty() {
-                let key = Term::from_field_text(self.body, &term.term);
-                for segment in &self.segments {
-                    let info = segment.inverted.get_term_info(&key).ok().flatten();
-                    doc_freq += info.as_ref().map_or(0, |i| u64::from(i.doc_freq));
-                    infos.push(info);
-                }
-            }
+            let doc_freq = self.term_infos(&term.term, &mut infos);
             if doc_freq == 0 {
                 continue;
             }
@@ -532,22 +507,47 @@ impl SearchIndex {
 
     /// Documents containing `term`, over all segments (through this query's memo).
     fn doc_freq(&self, term: &str) -> u64 {
-        let memoized = MEMO.with(|memo| {
+        self.memoized(term, |_| ())
+            .unwrap_or_else(|| self.lookup_term(term, &mut Vec::new()))
+    }
+
+    /// `term`'s document count and one dictionary answer per segment (pushed onto `out`),
+    /// through this query's memo.
+    fn term_infos(&self, term: &str, out: &mut Vec<Option<tantivy::postings::TermInfo>>) -> u64 {
+        self.memoized(term, |infos| out.extend_from_slice(infos))
+            .unwrap_or_else(|| self.lookup_term(term, out))
+    }
+
+    /// The memo's document count for `term` (its per-segment answers passed to `infos`), or
+    /// `None` when the memo is another index's or the term's hash collides.
+    fn memoized(
+        &self,
+        term: &str,
+        infos: impl FnOnce(&[Option<tantivy::postings::TermInfo>]),
+    ) -> Option<u64> {
+        MEMO.with(|memo| {
             let mut memo = memo.borrow_mut();
             if memo.owner != self.address() {
                 return None;
             }
-            memo.entry(self, term).map(|at| memo.entries[at].1)
-        });
-        if let Some(doc_freq) = memoized {
-            return doc_freq;
-        }
+            let at = memo.entry(self, term)?;
+            let (_, doc_freq, first) = &memo.entries[at];
+            infos(&memo.infos[*first..*first + self.segments.len()]);
+            Some(*doc_freq)
+        })
+    }
+
+    /// Looks `term` up in every segment's dictionary, pushing one answer per segment onto `out`;
+    /// returns the documents containing it.
+    fn lookup_term(&self, term: &str, out: &mut Vec<Option<tantivy::postings::TermInfo>>) -> u64 {
         let key = Term::from_field_text(self.body, term);
-        self.segments
-            .iter()
-            .filter_map(|s| s.inverted.get_term_info(&key).ok().flatten())
-            .map(|info| u64::from(info.doc_freq))
-            .sum()
+        let mut doc_freq = 0u64;
+        for segment in &self.segments {
+            let info = segment.inverted.get_term_info(&key).ok().flatten();
+            doc_freq += info.as_ref().map_or(0, |i| u64::from(i.doc_freq));
+            out.push(info);
+        }
+        doc_freq
     }
 
     /// Adds fuzzy candidates for the analysis's eligible words that the index does not know.
