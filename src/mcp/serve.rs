@@ -118,17 +118,33 @@ impl Handler {
     pub async fn drain(&self, grace: Duration) -> usize {
         self.drain.closing.store(true, Ordering::SeqCst);
         let deadline = tokio::time::Instant::now() + grace;
-        loop {
-            let idle = self.drain.idle.notified();
-            tokio::pin!(idle);
-            idle.as_mut().enable();
-            let running = self.drain.inflight.load(Ordering::SeqCst);
-            if running == 0 {
-                return 0;
-            }
-            if tokio::time::timeout_at(deadline, idle).await.is_err() {
-                return self.drain.inflight.load(Ordering::SeqCst);
-            }
+        settle(&self.drain.inflight, &self.drain.idle, deadline).await
+    }
+
+    /// Waits, until `deadline`, for the HTTP answers to POSTed messages still being written
+    /// (a call's result travels on its POST's event stream after the call returned: ending
+    /// the MCP sessions before that stream is flushed would lose the answer). Returns how many
+    /// were still open at the deadline.
+    async fn finish_answers(&self, deadline: tokio::time::Instant) -> usize {
+        settle(&self.drain.answering, &self.drain.answered, deadline).await
+    }
+}
+
+/// Waits until `counter` is 0 (woken by `zero`) or `deadline`; returns the count at the end.
+async fn settle(
+    counter: &AtomicUsize,
+    zero: &tokio::sync::Notify,
+    deadline: tokio::time::Instant,
+) -> usize {
+    loop {
+        let woken = zero.notified();
+        tokio::pin!(woken);
+        woken.as_mut().enable();
+        if counter.load(Ordering::SeqCst) == 0 {
+            return 0;
+        }
+        if tokio::time::timeout_at(deadline, woken).await.is_err() {
+            return counter.load(Ordering::SeqCst);
         }
     }
 }
@@ -139,6 +155,27 @@ struct Drain {
     closing: AtomicBool,
     inflight: AtomicUsize,
     idle: tokio::sync::Notify,
+    /// HTTP answers to POSTed messages whose body is still being written.
+    answering: AtomicUsize,
+    answered: tokio::sync::Notify,
+}
+
+/// One HTTP answer being written; counted out (waking a shutdown) when its body is dropped.
+struct Answering(Arc<Drain>);
+
+impl Answering {
+    fn start(drain: &Arc<Drain>) -> Answering {
+        drain.answering.fetch_add(1, Ordering::SeqCst);
+        Answering(drain.clone())
+    }
+}
+
+impl Drop for Answering {
+    fn drop(&mut self) {
+        if self.0.answering.fetch_sub(1, Ordering::SeqCst) == 1 {
+            self.0.answered.notify_waiters();
+        }
+    }
 }
 
 /// One call in flight; counted out (waking a drain) when dropped.
@@ -470,8 +507,15 @@ impl HttpListener {
             manager.clone(),
             config,
         ));
-        let token = options.auth_token.clone();
-        let max_sessions = options.max_sessions.max(1);
+        let routes = Arc::new(Routes {
+            service,
+            manager,
+            token: options.auth_token.clone(),
+            max_sessions: options.max_sessions.max(1),
+            health,
+            session,
+            answers: drain.drain.clone(),
+        });
         let graceful = hyper_util::server::graceful::GracefulShutdown::new();
         let signal = shutdown_signal();
         tokio::pin!(signal);
@@ -486,32 +530,11 @@ impl HttpListener {
                 },
                 _ = &mut signal => break,
             };
-            let service = service.clone();
-            let manager = manager.clone();
-            let token = token.clone();
-            let health = health.clone();
-            let session = session.clone();
+            let routes = routes.clone();
             let route = hyper::service::service_fn(
                 move |request: hyper::Request<hyper::body::Incoming>| {
-                    let service = service.clone();
-                    let manager = manager.clone();
-                    let token = token.clone();
-                    let health = health.clone();
-                    let session = session.clone();
-                    async move {
-                        Ok::<_, std::convert::Infallible>(
-                            route(
-                                request,
-                                &service,
-                                &manager,
-                                token.as_deref(),
-                                max_sessions,
-                                &health,
-                                &session,
-                            )
-                            .await,
-                        )
-                    }
+                    let routes = routes.clone();
+                    async move { Ok::<_, std::convert::Infallible>(routes.route(request).await) }
                 },
             );
             let connection = hyper::server::conn::http1::Builder::new()
@@ -531,6 +554,15 @@ impl HttpListener {
             tracing::warn!(
                 "{left} call(s) still running after the {} s grace period were cancelled",
                 options.grace.as_secs()
+            );
+        }
+        // A call that returned still has its answer to write on its POST's event stream.
+        let deadline =
+            (started + options.grace).max(tokio::time::Instant::now() + Duration::from_millis(500));
+        let unwritten = drain.finish_answers(deadline).await;
+        if unwritten > 0 {
+            tracing::warn!(
+                "{unwritten} answer(s) still being written at the end of the grace period were cut off"
             );
         }
         cancel.cancel();
@@ -587,70 +619,100 @@ async fn bounded_body(
     Ok(hyper::Request::from_parts(parts, Full::new(bytes)))
 }
 
-async fn route(
-    request: hyper::Request<hyper::body::Incoming>,
-    service: &StreamableHttpService<Handler, LocalSessionManager>,
-    manager: &LocalSessionManager,
-    token: Option<&str>,
+/// What every HTTP request is routed with.
+struct Routes {
+    service: Arc<StreamableHttpService<Handler, LocalSessionManager>>,
+    manager: Arc<LocalSessionManager>,
+    token: Option<String>,
     max_sessions: usize,
-    health: &HealthExtra,
-    session: &Session,
-) -> hyper::Response<Body> {
-    match request.uri().path() {
-        "/health" => {
-            if request.method() != hyper::Method::GET {
-                return respond(405, json!({"error": "use GET /health"}));
+    health: HealthExtra,
+    session: Session,
+    /// Counts the answers to POSTs being written (see [`Handler::finish_answers`]).
+    answers: Arc<Drain>,
+}
+
+impl Routes {
+    async fn route(&self, request: hyper::Request<hyper::body::Incoming>) -> hyper::Response<Body> {
+        let Routes {
+            service,
+            manager,
+            token,
+            max_sessions,
+            health,
+            session,
+            answers,
+        } = self;
+        let (token, max_sessions) = (token.as_deref(), *max_sessions);
+        match request.uri().path() {
+            "/health" => {
+                if request.method() != hyper::Method::GET {
+                    return respond(405, json!({"error": "use GET /health"}));
+                }
+                let sessions = manager.sessions.read().await.len();
+                respond(
+                    200,
+                    json!({
+                        "status": "ok",
+                        "mode": session.mode().as_str(),
+                        "declared_tools": session.tool_definitions().len(),
+                        "catalog_size": session.telemetry()["catalog_size"],
+                        "http_sessions": sessions,
+                        "upstreams": health(),
+                    }),
+                )
             }
-            let sessions = manager.sessions.read().await.len();
-            respond(
-                200,
-                json!({
-                    "status": "ok",
-                    "mode": session.mode().as_str(),
-                    "declared_tools": session.tool_definitions().len(),
-                    "catalog_size": session.telemetry()["catalog_size"],
-                    "http_sessions": sessions,
-                    "upstreams": health(),
-                }),
-            )
-        }
-        "/mcp" => {
-            if let Some(expected) = token {
-                let presented = request
-                    .headers()
-                    .get(hyper::header::AUTHORIZATION)
-                    .and_then(|v| v.to_str().ok())
-                    .and_then(|v| v.strip_prefix("Bearer "))
-                    .unwrap_or_default();
-                if !token_matches(presented.as_bytes(), expected.as_bytes()) {
-                    let mut response = respond(401, json!({"error": "a bearer token is required"}));
-                    response.headers_mut().insert(
-                        hyper::header::WWW_AUTHENTICATE,
-                        hyper::header::HeaderValue::from_static("Bearer"),
+            "/mcp" => {
+                if let Some(expected) = token {
+                    let presented = request
+                        .headers()
+                        .get(hyper::header::AUTHORIZATION)
+                        .and_then(|v| v.to_str().ok())
+                        .and_then(|v| v.strip_prefix("Bearer "))
+                        .unwrap_or_default();
+                    if !token_matches(presented.as_bytes(), expected.as_bytes()) {
+                        let mut response =
+                            respond(401, json!({"error": "a bearer token is required"}));
+                        response.headers_mut().insert(
+                            hyper::header::WWW_AUTHENTICATE,
+                            hyper::header::HeaderValue::from_static("Bearer"),
+                        );
+                        return response;
+                    }
+                }
+                let new_session = request.method() == hyper::Method::POST
+                    && !request.headers().contains_key("mcp-session-id");
+                if new_session && manager.sessions.read().await.len() >= max_sessions {
+                    return respond(
+                        503,
+                        json!({"error": format!("too many MCP sessions (at most {max_sessions}); close one with DELETE /mcp or retry later")}),
                     );
-                    return response;
+                }
+                let delete = request.method() == hyper::Method::DELETE;
+                // The answer to a POST (a call's result on its event stream) is counted until its
+                // body is written or dropped, so a shutdown ends the sessions only after it.
+                let answering =
+                    (request.method() == hyper::Method::POST).then(|| Answering::start(answers));
+                let request = match bounded_body(request).await {
+                    Ok(request) => request,
+                    Err(response) => return response,
+                };
+                let mut response = service.handle(request).await;
+                // A session closed by DELETE: 204 (clients expect 200 or 204, not 202).
+                if delete && response.status() == hyper::StatusCode::ACCEPTED {
+                    *response.status_mut() = hyper::StatusCode::NO_CONTENT;
+                }
+                match answering {
+                    Some(answering) => response.map(|body| {
+                        body.map_frame(move |frame| {
+                            let _ = &answering;
+                            frame
+                        })
+                        .boxed()
+                    }),
+                    None => response,
                 }
             }
-            let new_session = request.method() == hyper::Method::POST
-                && !request.headers().contains_key("mcp-session-id");
-            if new_session && manager.sessions.read().await.len() >= max_sessions {
-                return respond(
-                    503,
-                    json!({"error": format!("too many MCP sessions (at most {max_sessions}); close one with DELETE /mcp or retry later")}),
-                );
-            }
-            let delete = request.method() == hyper::Method::DELETE;
-            let request = match bounded_body(request).await {
-                Ok(request) => request,
-                Err(response) => return response,
-            };
-            let mut response = service.handle(request).await;
-            // A session closed by DELETE: 204 (clients expect 200 or 204, not 202).
-            if delete && response.status() == hyper::StatusCode::ACCEPTED {
-                *response.status_mut() = hyper::StatusCode::NO_CONTENT;
-            }
-            response
+            _ => respond(404, json!({"error": "not found; the MCP endpoint is /mcp"})),
         }
-        _ => respond(404, json!({"error": "not found; the MCP endpoint is /mcp"})),
     }
 }

@@ -507,6 +507,13 @@ async fn http_client(
         .map_err(|e| e.to_string())
 }
 
+/// `work`, or a panic after 60 s (an rmcp client whose server went away keeps retrying).
+async fn bounded<T>(work: impl std::future::Future<Output = T>) -> T {
+    tokio::time::timeout(Duration::from_secs(60), work)
+        .await
+        .expect("no answer within 60 s")
+}
+
 fn code_call(code: &str) -> rmcp::model::CallToolRequestParams {
     let arguments = json!({ "code": code }).as_object().cloned().unwrap();
     rmcp::model::CallToolRequestParams::new("tool_search_code").with_arguments(arguments)
@@ -544,7 +551,9 @@ fn sigterm_to_serve_http_drains_calls_flushes_the_log_and_leaves_no_worker() {
     let url = line.trim().to_string();
     assert!(url.starts_with("http://127.0.0.1:"), "{line:?}");
     let rt = rt();
-    let (slow, refused, late, processes) = rt.block_on(async {
+    // Bounded: a lost answer must fail this test, not hang the suite (the client would retry
+    // its event stream forever).
+    let (slow, refused, late, processes) = rt.block_on(bounded(async {
         let a = http_client(&url, token).await.unwrap();
         let b = http_client(&url, token).await.unwrap();
         let idle = http_client(&url, token).await.unwrap();
@@ -565,7 +574,7 @@ fn sigterm_to_serve_http_drains_calls_flushes_the_log_and_leaves_no_worker() {
         let refused = idle.call_tool(code_call("return 2")).await;
         let late = http_client(&url, token).await;
         (slow.await.unwrap(), refused, late, processes)
-    });
+    }));
     for (tag, answer) in [("a", &slow.0), ("b", &slow.1)] {
         let result = answer
             .as_ref()
