@@ -957,14 +957,47 @@ pub mod input {
     /// most; see [`echo`].
     pub const MAX_ECHO_CHARS: usize = 200;
 
-    /// `text` as an error message may echo it: whole when it has at most [`MAX_ECHO_CHARS`]
-    /// characters, else its first [`MAX_ECHO_CHARS`] characters followed by `… (N bytes)`.
-    pub fn echo(text: &str) -> std::borrow::Cow<'_, str> {
-        match text.char_indices().nth(MAX_ECHO_CHARS) {
-            None => std::borrow::Cow::Borrowed(text),
-            Some((end, _)) => {
-                std::borrow::Cow::Owned(format!("{}… ({} bytes)", &text[..end], text.len()))
+    /// `text` as an error message may echo it. Displayed: whole when it has at most
+    /// [`MAX_ECHO_CHARS`] characters, else its first [`MAX_ECHO_CHARS`] characters followed by
+    /// `… (N bytes)`. Debug-formatted (`{:?}`): quoted and escaped like a `str`, and the bound
+    /// counts the escaped characters, so text of control characters (each escaped to up to 10)
+    /// stays as short.
+    pub fn echo(text: &str) -> Echo<'_> {
+        Echo(text)
+    }
+
+    /// Untrusted text bounded for an error message; see [`echo`].
+    #[derive(Clone, Copy)]
+    pub struct Echo<'a>(&'a str);
+
+    impl std::fmt::Display for Echo<'_> {
+        fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            match self.0.char_indices().nth(MAX_ECHO_CHARS) {
+                None => f.write_str(self.0),
+                Some((end, _)) => write!(f, "{}… ({} bytes)", &self.0[..end], self.0.len()),
             }
+        }
+    }
+
+    impl std::fmt::Debug for Echo<'_> {
+        fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.write_str("\"")?;
+            let mut written = 0;
+            let mut buffer = String::new();
+            for c in self.0.chars() {
+                buffer.clear();
+                match c {
+                    // A `str`'s Debug form leaves single quotes alone.
+                    '\'' => buffer.push(c),
+                    _ => buffer.extend(c.escape_debug()),
+                }
+                written += buffer.chars().count();
+                if written > MAX_ECHO_CHARS {
+                    return write!(f, "… ({} bytes)\"", self.0.len());
+                }
+                f.write_str(&buffer)?;
+            }
+            f.write_str("\"")
         }
     }
 

@@ -94,9 +94,15 @@ pub fn run_cli() -> std::process::ExitCode {
 pub mod fuzzing;
 
 #[doc(hidden)]
-/// The sandbox's cell benchmark (`toolsearch bench cells`, `benches/cells.rs`).
+/// The benchmarks' workloads: the sandbox's cells (`toolsearch bench cells`, `benches/cells.rs`),
+/// search latency, the agent scenario.
 pub mod bench {
     pub use crate::sandbox::bench::*;
+
+    /// The query-latency workload (`toolsearch bench search`, `benches/search.rs`).
+    pub mod search {
+        pub use crate::search::bench::*;
+    }
 
     /// The agent benchmarks (`toolsearch bench payload`, `toolsearch bench agent`) and their
     /// scenario: synthetic catalogs, the release-order target, its executions.

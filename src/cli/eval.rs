@@ -601,3 +601,79 @@ mod tests {
         assert!((m.ndcg_10 - 0.5).abs() < 1e-12);
     }
 }
+
+/// `toolsearch bench search`: per-query latency at N tools.
+#[derive(Debug, clap::Args)]
+pub(super) struct BenchSearchArgs {
+    /// Tools in the index (the pooled eval catalogs, replicated past their 8,935 tools).
+    #[arg(long, default_value_t = 10_000)]
+    tools: usize,
+    /// Rounds over every query series.
+    #[arg(long, default_value_t = 20)]
+    rounds: usize,
+    /// The evaluation sets' directory (default $TOOLSEARCH_SHARED/eval or ../shared/eval).
+    #[arg(long, value_name = "DIR")]
+    eval_dir: Option<PathBuf>,
+    /// Print the report as JSON: {tools, build_ms, rounds, english, english_plain, misspelled,
+    /// non_english: {samples, p50_us, p99_us, mean_us}, ratio_english_over_plain_p50}.
+    #[arg(long)]
+    json: bool,
+}
+
+pub(super) fn bench_search(args: BenchSearchArgs) -> Result<ExitCode> {
+    use crate::search::bench::{Workload, run_search_bench};
+    let dir = match args.eval_dir {
+        Some(dir) => dir,
+        None => [
+            std::env::var_os("TOOLSEARCH_SHARED").map(|p| PathBuf::from(p).join("eval")),
+            Some(PathBuf::from("../shared/eval")),
+        ]
+        .into_iter()
+        .flatten()
+        .find(|p| p.is_dir())
+        .context("no evaluation sets directory ($TOOLSEARCH_SHARED/eval or ../shared/eval): give --eval-dir DIR")?,
+    };
+    if args.tools == 0 || args.rounds == 0 {
+        bail!("--tools and --rounds must be at least 1");
+    }
+    let workload = Workload::load(&dir).map_err(anyhow::Error::msg)?;
+    let report =
+        run_search_bench(&workload, args.tools, args.rounds).map_err(anyhow::Error::msg)?;
+    let mut out = std::io::stdout().lock();
+    if args.json {
+        writeln!(out, "{}", serde_json::to_string_pretty(&report.json())?)?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    writeln!(
+        out,
+        "{} tools (built in {:.0} ms), {} rounds; per-query latency of `rank` (limit 8), µs",
+        report.tools, report.build_ms, report.rounds
+    )?;
+    writeln!(
+        out,
+        "{:<40} {:>8} {:>8} {:>8} {:>8}",
+        "series", "queries", "p50", "p99", "mean"
+    )?;
+    for (name, latency) in [
+        ("English (typo tolerance + lexicon)", &report.english),
+        ("English, both off (baseline)", &report.english_plain),
+        ("misspelled", &report.misspelled),
+        ("non-English (zh/de/fr/id)", &report.non_english),
+    ] {
+        writeln!(
+            out,
+            "{:<40} {:>8} {:>8.1} {:>8.1} {:>8.1}",
+            name,
+            latency.samples / report.rounds,
+            latency.p50_us,
+            latency.p99_us,
+            latency.mean_us
+        )?;
+    }
+    writeln!(
+        out,
+        "English p50 on / off: {:.2}×",
+        report.english.p50_us / report.english_plain.p50_us
+    )?;
+    Ok(ExitCode::SUCCESS)
+}

@@ -77,6 +77,10 @@ enum BenchCommand {
     /// search → describe → call chains and code cells for a fixed time, then a soak of
     /// consecutive cells; throughput, p50/p99, RSS, descriptors and workers of the server.
     Serve(bench_serve::BenchServeArgs),
+    /// Per-query search latency at N tools (default 10,000, the pooled eval catalogs grown):
+    /// English dev queries with and without typo tolerance and the lexicon, the same queries
+    /// misspelled, non-English requests; p50 / p99 / mean of each.
+    Search(eval::BenchSearchArgs),
 }
 
 /// Configuration file and profile.
@@ -259,6 +263,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
         Command::Bench(BenchCommand::Payload(args)) => agent::bench_payload(args),
         Command::Bench(BenchCommand::Agent(args)) => agent::bench_agent(args),
         Command::Bench(BenchCommand::Serve(args)) => bench_serve::bench_serve(args),
+        Command::Bench(BenchCommand::Search(args)) => eval::bench_search(args),
         Command::Agent(args) => agent::agent(args),
         Command::MockProvider(args) => agent::mock_provider(args),
         Command::Eval(args) => eval::run(eval::EvalRequest {

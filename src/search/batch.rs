@@ -219,7 +219,8 @@ fn parse_batch_entries(
                 for key in fields.keys() {
                     if key != "query" && key != "limit" {
                         return Err(error(format!(
-                            "queries[{i}]: unknown field {key:?}; each entry is {{\"query\": \"...\", \"limit\"?: n}}"
+                            "queries[{i}]: unknown field {:?}; each entry is {{\"query\": \"...\", \"limit\"?: n}}",
+                            crate::config::input::echo(key)
                         )));
                     }
                 }

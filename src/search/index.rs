@@ -16,10 +16,12 @@
 //! Typo tolerance: a query word none of whose stems is in the index (and only such a word —
 //! a correctly spelled indexed word is never fuzzed, so its ranking cannot change) gets up to
 //! [`MAX_FUZZY_CANDIDATES`] terms of the index's own term dictionary within edit distance 1
-//! (words of 4–7 letters) or 2 (8 and more; a transposition counts once), found by tantivy's
-//! Levenshtein automaton intersected with the term dictionary's FST (no scan), preferring the
+//! (words of 4–7 letters) or 2 (8 and more; a transposition counts once), preferring the
 //! smallest distance, then the most frequent term. At most [`MAX_FUZZY_WORDS`] words per query.
-//! Distance 2 is tried only when 1 finds nothing, and keeps the word's first letter.
+//! Distance 1 is a few hash lookups in a deletion index of the term dictionary (see `typo.rs`;
+//! built on the first misspelled word); distance 2, tried only when 1 finds nothing, is
+//! tantivy's Levenshtein automaton intersected with the dictionary's FST (no scan), keeping the
+//! word's first letter. Both give exactly the terms within the distance.
 
 use std::cell::RefCell;
 use std::collections::{HashMap, VecDeque};
@@ -37,6 +39,7 @@ use super::analyzer::{
     ToolTokenizer, analyze_query_in,
 };
 use super::hit::{Hints, Hit};
+use super::typo::DeletionIndex;
 use crate::catalog::{Descriptor, Fingerprint};
 use crate::policy::Authorized;
 
@@ -129,6 +132,8 @@ pub struct SearchIndex {
     /// Lowercased name, id and external id → positions (ascending).
     exact_folded: HashMap<String, Vec<u32>>,
     hints: Vec<OnceLock<Arc<Hints>>>,
+    /// The terms filed for typo tolerance's distance-1 lookups (built on first use).
+    typos: OnceLock<DeletionIndex>,
     stats: IndexStats,
 }
 
@@ -299,6 +304,7 @@ impl SearchIndex {
             exact_id,
             exact_folded,
             hints: (0..documents).map(|_| OnceLock::new()).collect(),
+            typos: OnceLock::new(),
             stats,
         })
     }
@@ -600,50 +606,102 @@ impl SearchIndex {
         out.truncate(MAX_FUZZY_CANDIDATES);
     }
 
-    /// Index terms within `max_distance` of any of `forms`, merged into `out`.
+    /// Index terms within `max_distance` of any of `forms`, merged into `out`: distance 1
+    /// from the deletion index, 2 (or a form too long for it) from tantivy's automaton.
     fn fuzzy_pass(&self, forms: &[&str], max_distance: u8, out: &mut Vec<(usize, u64, String)>) {
+        let mut merge = |distance: usize, term: &str, doc_freq: u64| match out
+            .iter_mut()
+            .find(|(_, _, t)| t == term)
+        {
+            Some(existing) => {
+                existing.0 = existing.0.min(distance);
+                existing.1 += doc_freq;
+            }
+            None => out.push((distance, doc_freq, term.to_string())),
+        };
         for &form in forms {
-            let query =
-                FuzzyTermQuery::new(Term::from_field_text(self.body, form), max_distance, true);
+            if max_distance == 1 && DeletionIndex::covers(form) {
+                let mut seen = Vec::new();
+                // One entry per term over all segments: its doc freq is already the sum.
+                self.deletion_index()
+                    .within_one(form, &mut seen, |term, doc_freq| merge(1, term, doc_freq));
+                continue;
+            }
+            self.automaton_terms(form, max_distance, &mut merge);
+        }
+    }
+
+    /// Terms within `max_distance` (1 or 2) of `form` by tantivy's Levenshtein automaton over
+    /// every segment's dictionary: `each(distance, term, doc_freq)` once per segment holding
+    /// the term. At distance 2 only terms sharing the form's first letter.
+    fn automaton_terms(
+        &self,
+        form: &str,
+        max_distance: u8,
+        each: &mut impl FnMut(usize, &str, u64),
+    ) {
+        let query = FuzzyTermQuery::new(Term::from_field_text(self.body, form), max_distance, true);
+        let Ok(automaton) = query.automaton() else {
+            return;
+        };
+        for segment in &self.segments {
+            // The distance-2 pass keeps the first letter (its automaton would otherwise
+            // walk most of the dictionary for every unknown long word, names included).
+            let builder = segment.inverted.terms().search(&automaton);
+            let first = form.chars().next().unwrap_or('a');
+            let builder = match (max_distance, char::from_u32(first as u32 + 1)) {
+                (2, Some(next)) => builder
+                    .ge(first.encode_utf8(&mut [0; 4]).as_bytes())
+                    .lt(next.encode_utf8(&mut [0; 4]).as_bytes()),
+                _ => builder,
+            };
+            let Ok(mut stream) = builder.into_stream() else {
+                continue;
+            };
+            while stream.advance() {
+                let Ok(term) = std::str::from_utf8(stream.key()) else {
+                    continue;
+                };
+                if term.chars().count() < MIN_CANDIDATE_CHARS {
+                    continue;
+                }
+                let distance = strsim::osa_distance(form, term);
+                if distance == 0 || distance > usize::from(max_distance) {
+                    continue;
+                }
+                each(distance, term, u64::from(stream.value().doc_freq));
+            }
+        }
+    }
+
+    /// Every term of the index (≥ 3 characters) filed for distance-1 lookups; built on the
+    /// first word that needs it.
+    fn deletion_index(&self) -> &DeletionIndex {
+        self.typos.get_or_init(|| {
+            let mut terms: Vec<(String, u64)> = Vec::new();
             for segment in &self.segments {
-                let Ok(automaton) = query.automaton() else {
-                    return;
-                };
-                // The distance-2 pass keeps the first letter (its automaton would otherwise
-                // walk most of the dictionary for every unknown long word, names included).
-                let builder = segment.inverted.terms().search(automaton);
-                let first = form.chars().next().unwrap_or('a');
-                let builder = match (max_distance, char::from_u32(first as u32 + 1)) {
-                    (2, Some(next)) => builder
-                        .ge(first.encode_utf8(&mut [0; 4]).as_bytes())
-                        .lt(next.encode_utf8(&mut [0; 4]).as_bytes()),
-                    _ => builder,
-                };
-                let Ok(mut stream) = builder.into_stream() else {
+                let Ok(mut stream) = segment.inverted.terms().stream() else {
                     continue;
                 };
                 while stream.advance() {
-                    let Ok(term) = std::str::from_utf8(stream.key()) else {
-                        continue;
-                    };
-                    if term.chars().count() < MIN_CANDIDATE_CHARS {
-                        continue;
-                    }
-                    let distance = strsim::osa_distance(form, term);
-                    if distance == 0 || distance > usize::from(max_distance) {
-                        continue;
-                    }
-                    let doc_freq = u64::from(stream.value().doc_freq);
-                    match out.iter_mut().find(|(_, _, t)| t == term) {
-                        Some(existing) => {
-                            existing.0 = existing.0.min(distance);
-                            existing.1 += doc_freq;
-                        }
-                        None => out.push((distance, doc_freq, term.to_string())),
+                    if let Ok(term) = std::str::from_utf8(stream.key()) {
+                        terms.push((term.to_string(), u64::from(stream.value().doc_freq)));
                     }
                 }
             }
-        }
+            if self.segments.len() > 1 {
+                // The same term in several segments: one entry, its frequencies summed.
+                terms.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+                terms.dedup_by(|later, kept| {
+                    let same = later.0 == kept.0;
+                    if same {
+                        kept.1 += later.1;
+                    }
+                    same
+                });
+            }
+            DeletionIndex::build(terms)
+        })
     }
 
     /// Ranks and renders compact hits.
@@ -859,6 +917,63 @@ mod tests {
             let on = SearchSettings { typo_tolerance: true, ..SearchSettings::default() };
             let off = SearchSettings { typo_tolerance: false, ..SearchSettings::default() };
             prop_assert_eq!(index.rank_with(&query, 20, &on), index.rank_with(&query, 20, &off));
+        }
+    }
+
+    /// The index's distance-1 candidates of `form`, from the deletion index and from the
+    /// automaton: (term, doc freq), sorted.
+    type Candidates = Vec<(String, u64)>;
+
+    fn both_ways(index: &SearchIndex, form: &str) -> (Candidates, Candidates) {
+        let mut deleted: Candidates = Vec::new();
+        index
+            .deletion_index()
+            .within_one(form, &mut Vec::new(), |t, f| {
+                deleted.push((t.to_string(), f))
+            });
+        let mut automaton: Candidates = Vec::new();
+        index.automaton_terms(form, 1, &mut |_, t, f| automaton.push((t.to_string(), f)));
+        deleted.sort();
+        automaton.sort();
+        (deleted, automaton)
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(48))]
+
+        /// The deletion index finds exactly the terms tantivy's automaton finds at distance 1,
+        /// with the same document frequencies: for misspellings of indexed words (one
+        /// substitution, deletion, insertion or transposition) and for unrelated words.
+        #[test]
+        fn the_deletion_index_agrees_with_the_automaton(
+            docs in prop::collection::vec(prop::collection::vec("[a-dé]{2,7}", 1..10), 2..40),
+            edits in prop::collection::vec((any::<prop::sample::Index>(), 0u8..5, any::<prop::sample::Index>(), "[a-eé]"), 1..24),
+        ) {
+            let tools: Vec<Descriptor> = docs
+                .iter()
+                .enumerate()
+                .map(|(i, words)| {
+                    Descriptor::new(Source::Plugin, "p", &format!("t{i}")).description(words.join(" "))
+                })
+                .collect();
+            let view = Authorized::new(CatalogSnapshot::build(tools), Policy::allow_all());
+            let index = SearchIndex::build(&view).unwrap();
+            let vocabulary: Vec<&String> = docs.iter().flatten().collect();
+            for (word, kind, at, letter) in &edits {
+                let mut chars: Vec<char> = vocabulary[word.index(vocabulary.len())].chars().collect();
+                let at = at.index(chars.len());
+                let letter = letter.chars().next().unwrap();
+                match kind {
+                    0 => chars[at] = letter,
+                    1 => { chars.remove(at); }
+                    2 => chars.insert(at, letter),
+                    3 if at + 1 < chars.len() => chars.swap(at, at + 1),
+                    _ => chars.push(letter),
+                }
+                let form: String = chars.into_iter().collect();
+                let (deleted, automaton) = both_ways(&index, &form);
+                prop_assert_eq!(deleted, automaton, "{}", form);
+            }
         }
     }
 

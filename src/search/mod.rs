@@ -19,11 +19,14 @@
 
 pub mod analyzer;
 pub mod batch;
+#[doc(hidden)]
+pub mod bench;
 mod hit;
 mod index;
 pub mod lexicon;
 pub mod lookup;
 mod segment;
+mod typo;
 
 pub use hit::{Hit, compact_text};
 pub use index::{BuildError, IndexCache, IndexStats, RankedHit, SearchIndex, SearchSettings};
