@@ -19,7 +19,7 @@ use serde::Serialize;
 use serde_json::{Map, Value};
 
 use super::hit::compact_text;
-use super::{Hit, SearchIndex, resolve_limit};
+use super::{Hit, SearchIndex, resolve_limit, short};
 use crate::config::SearchLimits;
 
 /// Most queries in one batch.
@@ -285,15 +285,6 @@ fn check_batch(all: &[QuerySpec]) -> Result<(), BatchError> {
         )));
     }
     Ok(())
-}
-
-fn short(value: &Value) -> String {
-    let text = value.to_string();
-    if text.chars().count() > 60 {
-        format!("{}…", text.chars().take(59).collect::<String>())
-    } else {
-        text
-    }
 }
 
 /// Runs a parsed request against an index.

@@ -39,7 +39,7 @@ use crate::config::SearchLimits;
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("limit must be a positive integer (got {got}); omit it or pass null for the default")]
 pub struct LimitError {
-    /// The offending value as JSON.
+    /// The offending value as JSON, cut to 60 characters.
     pub got: String,
 }
 
@@ -58,12 +58,23 @@ pub fn resolve_limit(limit: Option<&Value>, limits: SearchLimits) -> Result<usiz
                 Some(v) if v >= 1 => {
                     Ok((v.min(usize::MAX as u64) as usize).min(limits.max_limit()))
                 }
-                _ => Err(LimitError { got: n.to_string() }),
+                _ => Err(LimitError {
+                    got: short(limit.unwrap_or(&Value::Null)),
+                }),
             }
         }
-        Some(other) => Err(LimitError {
-            got: other.to_string(),
-        }),
+        Some(other) => Err(LimitError { got: short(other) }),
+    }
+}
+
+/// `value` as JSON for an error message: at most 60 characters (59 and `…`), counted after
+/// JSON's escaping, so an attacker-sized or control-character value stays short.
+pub(crate) fn short(value: &Value) -> String {
+    let text = value.to_string();
+    if text.chars().count() > 60 {
+        format!("{}…", text.chars().take(59).collect::<String>())
+    } else {
+        text
     }
 }
 

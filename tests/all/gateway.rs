@@ -759,10 +759,11 @@ fn every_demo_tool_succeeds_through_the_gateway() {
 
 /// A search request whose unknown field names are control characters (each escaped to six
 /// characters in the message) gets an error of bounded length naming the field, at the top
-/// level and inside `queries`, and the gateway keeps answering (found by the search_request
-/// fuzz target: the echo was bounded before escaping).
+/// level and inside `queries`, and the gateway keeps answering; so does a limit given as a long
+/// string (both found by the search_request fuzz target: the echo was bounded before escaping,
+/// and the limit's value was echoed whole).
 #[test]
-fn unknown_fields_of_escaped_characters_get_a_bounded_error() {
+fn unknown_fields_and_long_limits_get_a_bounded_error() {
     let gw = gateway(catalog(Vec::new()));
     let name = format!("{}limit", "\u{7f}".repeat(300));
     for request in [
@@ -778,6 +779,23 @@ fn unknown_fields_of_escaped_characters_get_a_bounded_error() {
         assert!(error.contains("unknown field \"\\u{7f}"), "{error}");
         assert!(
             error.contains(&format!("({} bytes)", name.len())),
+            "{error}"
+        );
+    }
+    // A limit that is a long string (the second crash the fuzzer found): cut, not echoed whole.
+    let long = "5".repeat(2_000);
+    for request in [
+        json!({"query": "x", "limit": long}),
+        json!({"queries": [{"query": "x", "limit": long}]}),
+    ] {
+        let error = gw.search(&request).unwrap_err().to_string();
+        assert!(
+            error.chars().count() <= 512,
+            "{} chars: {error}",
+            error.chars().count()
+        );
+        assert!(
+            error.contains("limit must be a positive integer"),
             "{error}"
         );
     }
