@@ -330,17 +330,6 @@ pub(super) struct PayloadArgs {
     worker_binary: Option<PathBuf>,
 }
 
-/// The reference catalogs directory, when it exists.
-fn reference_catalogs() -> Option<PathBuf> {
-    [
-        std::env::var_os("TOOLSEARCH_SHARED").map(|p| PathBuf::from(p).join("catalogs")),
-        Some(PathBuf::from("../shared/catalogs")),
-    ]
-    .into_iter()
-    .flatten()
-    .find(|p| p.is_dir())
-}
-
 fn catalog_files(args: &PayloadArgs) -> Result<Vec<PathBuf>> {
     if args.synthetic_only {
         return Ok(Vec::new());
@@ -348,7 +337,7 @@ fn catalog_files(args: &PayloadArgs) -> Result<Vec<PathBuf>> {
     if !args.catalogs.is_empty() {
         return Ok(args.catalogs.clone());
     }
-    let Some(dir) = reference_catalogs() else {
+    let Some(dir) = super::shared_dir("catalogs") else {
         bail!(
             "no reference catalogs directory ($TOOLSEARCH_SHARED/catalogs or ../shared/catalogs): give --catalog FILE or --synthetic-only"
         );

@@ -624,14 +624,7 @@ pub(super) fn bench_search(args: BenchSearchArgs) -> Result<ExitCode> {
     use crate::search::bench::{Workload, run_search_bench};
     let dir = match args.eval_dir {
         Some(dir) => dir,
-        None => [
-            std::env::var_os("TOOLSEARCH_SHARED").map(|p| PathBuf::from(p).join("eval")),
-            Some(PathBuf::from("../shared/eval")),
-        ]
-        .into_iter()
-        .flatten()
-        .find(|p| p.is_dir())
-        .context("no evaluation sets directory ($TOOLSEARCH_SHARED/eval or ../shared/eval): give --eval-dir DIR")?,
+        None => super::shared_dir("eval").context("no evaluation sets directory ($TOOLSEARCH_SHARED/eval or ../shared/eval): give --eval-dir DIR")?,
     };
     if args.tools == 0 || args.rounds == 0 {
         bail!("--tools and --rounds must be at least 1");

@@ -83,6 +83,18 @@ enum BenchCommand {
     Search(eval::BenchSearchArgs),
 }
 
+/// `sub` of the shared reference data ($TOOLSEARCH_SHARED/<sub>, else ../shared/<sub>), when it
+/// exists.
+pub(crate) fn shared_dir(sub: &str) -> Option<PathBuf> {
+    [
+        std::env::var_os("TOOLSEARCH_SHARED").map(|p| PathBuf::from(p).join(sub)),
+        Some(PathBuf::from("../shared").join(sub)),
+    ]
+    .into_iter()
+    .flatten()
+    .find(|p| p.is_dir())
+}
+
 /// Configuration file and profile.
 #[derive(Debug, Args, Clone)]
 pub(crate) struct ConfigArgs {
