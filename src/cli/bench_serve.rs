@@ -17,12 +17,16 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
 use clap::Args;
-use rmcp::ServiceExt;
-use rmcp::model::CallToolRequestParams;
+use std::sync::Arc;
+
+use rmcp::model::{CallToolRequestParams, ProtocolVersion};
 use rmcp::service::RunningService;
 use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+use rmcp::{ClientLifecycleMode, ClientServiceExt, ServiceExt};
 use serde_json::{Value, json};
+
+use super::lean_client::{Answer, LeanClient};
 
 /// Most concurrent clients.
 const MAX_CLIENTS: usize = 64;
@@ -58,7 +62,35 @@ pub(super) struct BenchServeArgs {
 }
 
 type Client = RunningService<rmcp::RoleClient, ()>;
-type Peer = rmcp::service::Peer<rmcp::RoleClient>;
+
+/// Which MCP client the load generator runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum ClientKind {
+    /// [`LeanClient`]: the sessionless protocol (2026-07-28), one POST and one JSON answer per
+    /// call, next to no client-side CPU. The load of the throughput phases and the soak.
+    Lean,
+    /// rmcp's client with the sessionless protocol (`server/discover`, self-contained requests).
+    RmcpSessionless,
+    /// rmcp's client with the legacy lifecycle (2025-11-25 and before): `initialize`, an
+    /// `Mcp-Session-Id`, every answer on an event stream.
+    RmcpSessions,
+}
+
+impl ClientKind {
+    fn name(self) -> &'static str {
+        match self {
+            ClientKind::Lean => "lean client, sessionless MCP 2026-07-28",
+            ClientKind::RmcpSessionless => "rmcp client, sessionless MCP 2026-07-28",
+            ClientKind::RmcpSessions => "rmcp client, sessions (initialize)",
+        }
+    }
+}
+
+/// One connected MCP client.
+enum Conn {
+    Rmcp(Client),
+    Lean(tokio::sync::Mutex<LeanClient>),
+}
 
 /// One `serve --http` child.
 struct Server {
@@ -124,12 +156,37 @@ impl Server {
         let _ = self.child.wait();
     }
 
-    async fn client(&self) -> Result<Client> {
+    async fn client(&self, kind: ClientKind) -> Result<Arc<Conn>> {
+        let failed = |e: &dyn std::fmt::Display| {
+            anyhow::anyhow!(
+                "an MCP client ({}) could not connect to {}: {e}",
+                kind.name(),
+                self.url
+            )
+        };
+        if kind == ClientKind::Lean {
+            return LeanClient::connect(&self.url, &self.token)
+                .await
+                .map(|c| Arc::new(Conn::Lean(tokio::sync::Mutex::new(c))))
+                .map_err(|e| failed(&format!("{e:#}")));
+        }
         let config = StreamableHttpClientTransportConfig::with_uri(self.url.as_str())
             .auth_header(&self.token);
-        ().serve(StreamableHttpClientTransport::from_config(config))
+        let transport = StreamableHttpClientTransport::from_config(config);
+        let connected = if kind == ClientKind::RmcpSessionless {
+            ().serve_with_lifecycle(
+                transport,
+                ClientLifecycleMode::Discover {
+                    preferred_versions: vec![ProtocolVersion::V_2026_07_28],
+                },
+            )
             .await
-            .map_err(|e| anyhow::anyhow!("an MCP client could not connect to {}: {e}", self.url))
+        } else {
+            ().serve(transport).await
+        };
+        connected
+            .map(|c| Arc::new(Conn::Rmcp(c)))
+            .map_err(|e| failed(&e))
     }
 }
 
@@ -241,8 +298,9 @@ const QUERIES: [&str; 8] = [
 
 const CELL: &str = "return 40 + 2;";
 
-fn request(op: Op, i: usize) -> CallToolRequestParams {
-    let (name, args) = match op {
+/// The tool and arguments of operation `op`, the `i`-th time.
+fn op_args(op: Op, i: usize) -> (&'static str, Value) {
+    match op {
         Op::Search => (
             "tool_search",
             json!({"query": QUERIES[i % QUERIES.len()], "limit": 5}),
@@ -254,12 +312,7 @@ fn request(op: Op, i: usize) -> CallToolRequestParams {
                    "args": {"value": i % 100, "from_unit": "km", "to_unit": "mi"}}),
         ),
         Op::Cell => ("tool_search_code", json!({"code": CELL})),
-    };
-    let arguments = match args {
-        Value::Object(map) => map,
-        _ => serde_json::Map::new(),
-    };
-    CallToolRequestParams::new(name).with_arguments(arguments)
+    }
 }
 
 /// Latencies (µs) and errors of one operation.
@@ -309,23 +362,47 @@ fn round3(x: f64) -> f64 {
 }
 
 /// One timed request; a protocol error or an `isError` result counts as an error.
-async fn timed(client: &Peer, op: Op, i: usize, samples: &mut Samples) {
+async fn timed(conn: &Conn, op: Op, i: usize, samples: &mut Samples) {
+    let (name, args) = op_args(op, i);
     let started = Instant::now();
-    let outcome = client.call_tool(request(op, i)).await;
+    // Ok(None): a result; Ok(Some(content)): an `isError` result; Err: no result.
+    let outcome: std::result::Result<Option<String>, String> = match conn {
+        Conn::Rmcp(client) => {
+            let arguments = match args {
+                Value::Object(map) => map,
+                _ => serde_json::Map::new(),
+            };
+            let params = CallToolRequestParams::new(name).with_arguments(arguments);
+            match client.peer().call_tool(params).await {
+                Ok(result) if result.is_error != Some(true) => Ok(None),
+                Ok(result) => Ok(Some(
+                    serde_json::to_string(&result.content).unwrap_or_default(),
+                )),
+                Err(e) => Err(e.to_string()),
+            }
+        }
+        Conn::Lean(client) => match client.lock().await.call_tool(name, args).await {
+            Ok(Answer::Ok) => Ok(None),
+            Ok(Answer::ToolError(content)) => Ok(Some(content)),
+            Err(e) => Err(format!("{e:#}")),
+        },
+    };
     let micros = u32::try_from(started.elapsed().as_micros()).unwrap_or(u32::MAX);
     let failure = match outcome {
-        Ok(result) if result.is_error != Some(true) => None,
-        Ok(result) => Some(format!(
+        Ok(None) => None,
+        Ok(Some(content)) => Some(format!(
             "{} answered isError: {}",
             op.name(),
-            crate::telemetry::terminal_safe(
-                &serde_json::to_string(&result.content).unwrap_or_default()
-            )
-            .chars()
-            .take(200)
-            .collect::<String>()
+            crate::telemetry::terminal_safe(&content)
+                .chars()
+                .take(200)
+                .collect::<String>()
         )),
-        Err(e) => Some(format!("{} failed: {e}", op.name())),
+        Err(e) => Some(format!(
+            "{} failed: {}",
+            op.name(),
+            crate::telemetry::terminal_safe(&e)
+        )),
     };
     match failure {
         None => samples.micros.push(micros),
@@ -340,18 +417,22 @@ async fn timed(client: &Peer, op: Op, i: usize, samples: &mut Samples) {
 
 /// Runs `ops` in a loop on every client (each on its own task) until `duration` passed; returns
 /// samples per op and the seconds it took.
-async fn phase(clients: &[Client], ops: &'static [Op], duration: Duration) -> (Vec<Samples>, f64) {
+async fn phase(
+    clients: &[Arc<Conn>],
+    ops: &'static [Op],
+    duration: Duration,
+) -> (Vec<Samples>, f64) {
     let started = Instant::now();
     let deadline = started + duration;
     let mut tasks = tokio::task::JoinSet::new();
     for (c, client) in clients.iter().enumerate() {
-        let peer = client.peer().clone();
+        let conn = client.clone();
         tasks.spawn(async move {
             let mut samples: Vec<Samples> = ops.iter().map(|_| Samples::default()).collect();
             let mut i = c * 7919;
             while Instant::now() < deadline {
                 for (k, op) in ops.iter().enumerate() {
-                    timed(&peer, *op, i, &mut samples[k]).await;
+                    timed(&conn, *op, i, &mut samples[k]).await;
                 }
                 i += 1;
             }
@@ -369,17 +450,20 @@ async fn phase(clients: &[Client], ops: &'static [Op], duration: Duration) -> (V
     (merged, started.elapsed().as_secs_f64())
 }
 
-async fn connect(server: &Server, n: usize) -> Result<Vec<Client>> {
+async fn connect(server: &Server, n: usize, kind: ClientKind) -> Result<Vec<Arc<Conn>>> {
     let mut clients = Vec::with_capacity(n);
     for _ in 0..n {
-        clients.push(server.client().await?);
+        clients.push(server.client(kind).await?);
     }
     Ok(clients)
 }
 
-async fn disconnect(clients: Vec<Client>) {
+/// Ends every client's connection (an rmcp client with a session also ends the session).
+async fn disconnect(clients: Vec<Arc<Conn>>) {
     for client in clients {
-        let _ = client.cancel().await;
+        if let Ok(Conn::Rmcp(client)) = Arc::try_unwrap(client) {
+            let _ = client.cancel().await;
+        }
     }
 }
 
@@ -399,11 +483,11 @@ fn state_json(before: ProcState, after: ProcState) -> Value {
 /// Warms a server up (connects, runs `ops` a few times, disconnects) and returns its settled
 /// state: the baseline of its "before" figures.
 async fn warm_up(server: &Server, ops: &[Op]) -> Result<ProcState> {
-    let client = server.client().await?;
+    let client = server.client(ClientKind::Lean).await?;
     let mut samples = Samples::default();
     for i in 0..50 {
         for op in ops {
-            timed(client.peer(), *op, i, &mut samples).await;
+            timed(&client, *op, i, &mut samples).await;
         }
     }
     if let Some(error) = samples.first_error {
@@ -437,29 +521,42 @@ async fn run(args: &BenchServeArgs) -> Result<Value> {
     // Tools mode: searches alone, then search → describe → call chains.
     let tools = Server::start("tools")?;
     let tools_before = warm_up(&tools, &[Op::Search, Op::Describe, Op::Call]).await?;
-    let conns = connect(&tools, clients).await?;
+    let conns = connect(&tools, clients, ClientKind::Lean).await?;
     let (mut searches, search_secs) = phase(&conns, &[Op::Search], duration).await;
     let (mut chain, chain_secs) =
         phase(&conns, &[Op::Search, Op::Describe, Op::Call], duration).await;
     disconnect(conns).await;
+    // The same searches from rmcp's client, as an application would run it: sessionless, then
+    // with the legacy lifecycle (a session, answers on event streams).
+    let mut rmcp_searches = Vec::new();
+    for kind in [ClientKind::RmcpSessionless, ClientKind::RmcpSessions] {
+        let conns = connect(&tools, clients, kind).await?;
+        let (mut samples, secs) = phase(&conns, &[Op::Search], duration).await;
+        disconnect(conns).await;
+        let mut report = samples[0].report(secs);
+        if let Value::Object(map) = &mut report {
+            map.insert("client".into(), json!(kind.name()));
+        }
+        rmcp_searches.push(report);
+    }
     let tools_after = settle(tools.pid(), tools_before).await;
     tools.stop()?;
 
     // Code mode: cells from every client, then the soak on one.
     let code = Server::start("code")?;
     let code_before = warm_up(&code, &[Op::Cell]).await?;
-    let conns = connect(&code, clients).await?;
+    let conns = connect(&code, clients, ClientKind::Lean).await?;
     let (mut cells, cell_secs) = phase(&conns, &[Op::Cell], duration).await;
     disconnect(conns).await;
     let code_after = settle(code.pid(), code_before).await;
     let soak = if soak_cells > 0 {
-        let client = code.client().await?;
+        let client = code.client(ClientKind::Lean).await?;
         let before = proc_state(code.pid());
         let started = Instant::now();
         let mut samples = Samples::default();
         let mut done = 0;
         while done < soak_cells && started.elapsed() < soak_limit {
-            timed(client.peer(), Op::Cell, done, &mut samples).await;
+            timed(&client, Op::Cell, done, &mut samples).await;
             done += 1;
         }
         let secs = started.elapsed().as_secs_f64();
@@ -517,6 +614,10 @@ async fn run(args: &BenchServeArgs) -> Result<Value> {
     let cells_per_sec = cells_report["per_sec"].as_f64().unwrap_or(0.0);
     let growth = soak.as_ref().and_then(|s| s["rss_growth_kib"].as_i64());
     let errors = searches_report["errors"].as_u64().unwrap_or(0)
+        + rmcp_searches
+            .iter()
+            .map(|r| r["errors"].as_u64().unwrap_or(0))
+            .sum::<u64>()
         + cells_report["errors"].as_u64().unwrap_or(0)
         + ["search", "describe", "call"]
             .iter()
@@ -534,7 +635,10 @@ async fn run(args: &BenchServeArgs) -> Result<Value> {
         "clients": clients,
         "duration_secs": duration.as_secs_f64(),
         "cell": CELL,
+        "client": ClientKind::Lean.name(),
         "searches": searches_report,
+        "searches_rmcp_sessionless": rmcp_searches[0],
+        "searches_rmcp_sessions": rmcp_searches[1],
         "chain": chain_report,
         "cells": cells_report,
         "soak": soak,
@@ -588,6 +692,8 @@ fn print_text(out: &mut impl Write, r: &Value) -> Result<()> {
         )
     };
     row(out, "search", &r["searches"])?;
+    row(out, "search (rmcp)", &r["searches_rmcp_sessionless"])?;
+    row(out, "search (rmcp, sess.)", &r["searches_rmcp_sessions"])?;
     row(out, "chain: search", &r["chain"]["search"])?;
     row(out, "chain: describe", &r["chain"]["describe"])?;
     row(out, "chain: call", &r["chain"]["call"])?;

@@ -11,6 +11,7 @@ mod agent;
 mod bench_serve;
 mod code;
 mod eval;
+mod lean_client;
 mod serve;
 mod surface;
 

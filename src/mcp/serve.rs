@@ -498,9 +498,16 @@ impl HttpListener {
             .flat_map(|h| [format!("http://{h}:{port}"), format!("https://{h}:{port}")])
             .collect();
         let cancel = tokio_util::sync::CancellationToken::new();
+        // Sessions stay for clients of the legacy protocols (initialize, Mcp-Session-Id, a GET
+        // stream for list_changed). A request of the sessionless protocol (2026-07-28: per-request
+        // version, no initialize) is served statelessly by rmcp whatever this says; with
+        // `json_response` its answer is one `application/json` body instead of an event stream
+        // (it falls back to the stream when the call sends progress before its result). Measured
+        // with `toolsearch bench serve`: see ARCHITECTURE.md.
         let mut config = StreamableHttpServerConfig::default()
             .with_allowed_hosts(hosts)
-            .with_allowed_origins(origins);
+            .with_allowed_origins(origins)
+            .with_json_response(true);
         config.cancellation_token = cancel.clone();
         let service = Arc::new(StreamableHttpService::new(
             move || Ok(handler.clone()),
@@ -573,12 +580,25 @@ impl HttpListener {
     }
 }
 
-/// Reads a client's request body up to [`MAX_MCP_MESSAGE_BYTES`] and checks its nesting
+/// Whether a request body is a JSON-RPC `initialize` request (which opens a session).
+fn is_initialize(body: &[u8]) -> bool {
+    #[derive(serde::Deserialize)]
+    struct Method<'a> {
+        #[serde(borrow)]
+        method: Option<std::borrow::Cow<'a, str>>,
+    }
+    serde_json::from_slice::<Method<'_>>(body)
+        .ok()
+        .and_then(|m| m.method)
+        .is_some_and(|m| m == "initialize")
+}
+
+/// Reads a client's request body (also returned as bytes) up to [`MAX_MCP_MESSAGE_BYTES`] and checks its nesting
 /// against [`MAX_MCP_MESSAGE_DEPTH`] before the MCP service parses it; a body past either bound
 /// is answered with a JSON-RPC error naming it (413 or 400), and the session goes on.
 async fn bounded_body(
     request: hyper::Request<hyper::body::Incoming>,
-) -> Result<hyper::Request<Full<Bytes>>, hyper::Response<Body>> {
+) -> Result<(hyper::Request<Full<Bytes>>, Bytes), hyper::Response<Body>> {
     let (parts, body) = request.into_parts();
     let rejected = |status: u16, message: String| {
         respond(
@@ -616,7 +636,10 @@ async fn bounded_body(
             ),
         ));
     }
-    Ok(hyper::Request::from_parts(parts, Full::new(bytes)))
+    Ok((
+        hyper::Request::from_parts(parts, Full::new(bytes.clone())),
+        bytes,
+    ))
 }
 
 /// What every HTTP request is routed with.
@@ -679,23 +702,29 @@ impl Routes {
                         return response;
                     }
                 }
-                let new_session = request.method() == hyper::Method::POST
+                // A POST without a session id is a legacy `initialize` (a new session) or a
+                // request of the sessionless protocol (none); the body tells which, and is only
+                // looked at when the sessions are at their bound.
+                let no_session = request.method() == hyper::Method::POST
                     && !request.headers().contains_key("mcp-session-id");
-                if new_session && manager.sessions.read().await.len() >= max_sessions {
-                    return respond(
-                        503,
-                        json!({"error": format!("too many MCP sessions (at most {max_sessions}); close one with DELETE /mcp or retry later")}),
-                    );
-                }
                 let delete = request.method() == hyper::Method::DELETE;
                 // The answer to a POST (a call's result on its event stream) is counted until its
                 // body is written or dropped, so a shutdown ends the sessions only after it.
                 let answering =
                     (request.method() == hyper::Method::POST).then(|| Answering::start(answers));
-                let request = match bounded_body(request).await {
-                    Ok(request) => request,
+                let (request, body) = match bounded_body(request).await {
+                    Ok(read) => read,
                     Err(response) => return response,
                 };
+                if no_session
+                    && manager.sessions.read().await.len() >= max_sessions
+                    && is_initialize(&body)
+                {
+                    return respond(
+                        503,
+                        json!({"error": format!("too many MCP sessions (at most {max_sessions}); close one with DELETE /mcp or retry later")}),
+                    );
+                }
                 let mut response = service.handle(request).await;
                 // A session closed by DELETE: 204 (clients expect 200 or 204, not 202).
                 if delete && response.status() == hyper::StatusCode::ACCEPTED {

@@ -576,11 +576,18 @@ impl QueryAnalysis {
 pub struct AnalyzerOptions {
     /// Translate Chinese, German, French and Indonesian words through the lexicon.
     pub multilingual: bool,
+    /// Collect the words typo tolerance may look at ([`QueryAnalysis::fuzzy`]) only in a query
+    /// of at most this many content words (`None`: never). Typo tolerance ignores longer ones,
+    /// and collecting costs a few allocations per word.
+    pub fuzzy_words: Option<usize>,
 }
 
 impl Default for AnalyzerOptions {
     fn default() -> Self {
-        AnalyzerOptions { multilingual: true }
+        AnalyzerOptions {
+            multilingual: true,
+            fuzzy_words: Some(usize::MAX),
+        }
     }
 }
 
@@ -708,8 +715,24 @@ pub fn analyze_query_in(
         })
     };
 
+    // A function word of a language the query is in says nothing.
+    let function_word = |word: &RawWord<'_>| {
+        word.entries.iter().any(|&id| {
+            lexicon
+                .entry(id)
+                .is_some_and(|e| e.is_stop() && languages.contains(e.lang))
+        })
+    };
+    let content_words = raws
+        .iter()
+        .filter(|w| !function_word(w) && !is_stop_word(&w.lower))
+        .count();
+    let collect_fuzzy = options
+        .fuzzy_words
+        .is_some_and(|most| content_words <= most);
     let mut analysis = QueryAnalysis {
         languages,
+        content_words,
         ..QueryAnalysis::default()
     };
     let mut scratch = WordScratch {
@@ -719,23 +742,16 @@ pub fn analyze_query_in(
     let mut buffer = String::new();
     let table = expansion_table();
     let mut fired = 0u16;
-    let mut seen: rustc_hash::FxHashMap<u64, Vec<usize>> = rustc_hash::FxHashMap::default();
+    // xxh3 of a literal term → its index in `terms` (another term with the same hash, which
+    // never happened on the dev sets' vocabularies, is found by a scan).
+    let mut seen: rustc_hash::FxHashMap<u64, usize> = rustc_hash::FxHashMap::default();
     let mut demoted: Vec<String> = Vec::new();
     for (position, word) in raws.iter().enumerate() {
         // A capitalized word after the first is most likely a name (Paris, Lakers): typo
         // tolerance leaves it alone.
         let name_like = position > 0 && word.raw.chars().next().is_some_and(char::is_uppercase);
-        // A function word of a language the query is in says nothing.
-        let function_word = word.entries.iter().any(|&id| {
-            lexicon
-                .entry(id)
-                .is_some_and(|e| e.is_stop() && languages.contains(e.lang))
-        });
-        if function_word {
+        if function_word(word) {
             continue;
-        }
-        if !is_stop_word(&word.lower) {
-            analysis.content_words += 1;
         }
         let translated = word.in_phrase || word.entries.iter().any(|id| usable(word, id));
         // A foreign word (translated, not spelled like its English sense): its own stems are
@@ -762,7 +778,8 @@ pub fn analyze_query_in(
                 fired |= groups;
             }
             // Only a word typo tolerance may look at keeps its stems (most words are known).
-            let eligible = !translated
+            let eligible = collect_fuzzy
+                && !translated
                 && !name_like
                 && char_len(w) >= FUZZY_MIN_CHARS
                 && !any_function_word
@@ -780,9 +797,19 @@ pub fn analyze_query_in(
                 }
                 // Distinct terms, found by hash: long queries have many terms.
                 let key = xxhash_rust::xxh3::xxh3_64(term.as_bytes());
-                let slot = seen.entry(key).or_default();
-                if !slot.iter().any(|&i| terms[i].term == term) {
-                    slot.push(terms.len());
+                let new = match seen.entry(key) {
+                    std::collections::hash_map::Entry::Vacant(slot) => {
+                        slot.insert(terms.len());
+                        true
+                    }
+                    std::collections::hash_map::Entry::Occupied(slot) => {
+                        terms[*slot.get()].term != term
+                            && !terms
+                                .iter()
+                                .any(|t| t.kind == TermKind::Literal && t.term == term)
+                    }
+                };
+                if new {
                     terms.push(QueryTerm {
                         term: term.to_string(),
                         weight: 1.0,

@@ -112,10 +112,10 @@ struct SegmentMap {
     positions: Vec<u32>,
     inverted: Arc<tantivy::InvertedIndexReader>,
     fieldnorms: tantivy::fieldnorm::FieldNormReader,
-    /// Document id in the segment → its BM25 length normalization
-    /// `k1 * (1 - b + b * len / avgdl)`, avgdl over allowed tools only (filled once the
-    /// average length is known).
-    norms: Vec<f32>,
+    /// Document id in the segment → its position in the view and its BM25 length
+    /// normalization `k1 * (1 - b + b * len / avgdl)`, avgdl over allowed tools only (filled
+    /// once the average length is known): what scoring reads per posting, side by side.
+    docs: Vec<(u32, f32)>,
 }
 
 /// The search index of one authorized view. Immutable once built.
@@ -164,8 +164,11 @@ struct TermMemo {
     owner: usize,
     /// xxh3 of a term → its entry.
     slots: rustc_hash::FxHashMap<u64, u32>,
-    /// (term, documents containing it over all segments, first of its `infos`).
-    entries: Vec<(String, u64, usize)>,
+    /// Every looked-up term, one after another (one buffer, not a string per term).
+    text: String,
+    /// (the term's byte range in `text`, documents containing it over all segments, first of
+    /// its `infos`).
+    entries: Vec<(std::ops::Range<usize>, u64, usize)>,
     /// One answer per segment per entry.
     infos: Vec<Option<tantivy::postings::TermInfo>>,
 }
@@ -174,6 +177,7 @@ impl TermMemo {
     fn reset(&mut self, owner: usize) {
         self.owner = owner;
         self.slots.clear();
+        self.text.clear();
         self.entries.clear();
         self.infos.clear();
     }
@@ -184,12 +188,15 @@ impl TermMemo {
         let key = xxhash_rust::xxh3::xxh3_64(term.as_bytes());
         if let Some(&at) = self.slots.get(&key) {
             let at = at as usize;
-            return (self.entries[at].0 == term).then_some(at);
+            let same = self.text.get(self.entries[at].0.clone()) == Some(term);
+            return same.then_some(at);
         }
         let first = self.infos.len();
         let doc_freq = index.lookup_term(term, &mut self.infos);
         let at = self.entries.len();
-        self.entries.push((term.to_string(), doc_freq, first));
+        let start = self.text.len();
+        self.text.push_str(term);
+        self.entries.push((start..self.text.len(), doc_freq, first));
         self.slots.insert(key, at as u32);
         Some(at)
     }
@@ -257,7 +264,7 @@ impl SearchIndex {
                 positions,
                 inverted: segment.inverted_index(body)?,
                 fieldnorms: segment.get_fieldnorms_reader(body)?,
-                norms: Vec::new(),
+                docs: Vec::new(),
             });
         }
 
@@ -285,10 +292,9 @@ impl SearchIndex {
         };
         let length_norm = length_norms(average_length);
         for segment in &mut segments {
-            let max_doc = segment.positions.len() as u32;
-            segment.norms = (0..max_doc)
-                .map(|doc| length_norm[usize::from(segment.fieldnorms.fieldnorm_id(doc))])
-                .collect();
+            let norms = (0..segment.positions.len() as u32)
+                .map(|doc| length_norm[usize::from(segment.fieldnorms.fieldnorm_id(doc))]);
+            segment.docs = segment.positions.iter().copied().zip(norms).collect();
         }
         let stats = IndexStats {
             documents,
@@ -352,6 +358,7 @@ impl SearchIndex {
             query.trim(),
             AnalyzerOptions {
                 multilingual: settings.multilingual,
+                fuzzy_words: settings.typo_tolerance.then_some(MAX_FUZZY_QUERY_WORDS),
             },
             &|term| self.doc_freq(term) > 0,
         );
@@ -411,29 +418,32 @@ impl SearchIndex {
             // the score's bits (monotonic for positive floats, sign bit always 0: bits 31–61),
             // then the inverted position so that the smaller id wins ties.
             let exact = &out[..exact_count];
+            let wanted = limit.saturating_sub(exact_count);
+            // One pass over the touched documents: each one's sortable key goes through a
+            // min-heap of the `wanted` best (a key rarely beats the heap's smallest, so most
+            // cost one comparison), and its accumulators are reset for the next query.
             keys.clear();
-            keys.extend(
-                touched
-                    .iter()
-                    .filter(|&&p| {
-                        scores[p as usize] > 0.0 && !exact.iter().any(|e| e.position == p)
-                    })
-                    .map(|&p| {
-                        (u64::from(tier[p as usize].saturating_sub(1) & 3) << 62)
-                            | (u64::from(scores[p as usize].to_bits() & 0x7FFF_FFFF) << 31)
-                            | u64::from(POSITION_MASK - (p & POSITION_MASK))
-                    }),
-            );
             for &position in touched.iter() {
-                scores[position as usize] = 0.0;
-                tier[position as usize] = 0;
+                let slot = position as usize;
+                let (score, best) = (scores[slot], tier[slot]);
+                scores[slot] = 0.0;
+                tier[slot] = 0;
+                if wanted == 0 || score <= 0.0 || exact.iter().any(|e| e.position == position) {
+                    continue;
+                }
+                let key = (u64::from(best.saturating_sub(1) & 3) << 62)
+                    | (u64::from(score.to_bits() & 0x7FFF_FFFF) << 31)
+                    | u64::from(POSITION_MASK - (position & POSITION_MASK));
+                if keys.len() < wanted {
+                    keys.push(key);
+                    let last = keys.len() - 1;
+                    sift_up(keys, last);
+                } else if key > keys[0] {
+                    keys[0] = key;
+                    sift_down(keys, 0);
+                }
             }
             touched.clear();
-            let wanted = limit.saturating_sub(exact_count);
-            if keys.len() > wanted && wanted > 0 {
-                keys.select_nth_unstable_by(wanted - 1, |a, b| b.cmp(a));
-            }
-            keys.truncate(wanted);
             keys.sort_unstable_by(|a, b| b.cmp(a));
             let candidates = keys.iter().map(|&key| RankedHit {
                 position: POSITION_MASK - (key as u32 & POSITION_MASK),
@@ -459,6 +469,13 @@ impl SearchIndex {
         }
         let mut infos: Vec<Option<tantivy::postings::TermInfo>> =
             Vec::with_capacity(self.segments.len());
+        let Scratch {
+            scores,
+            tier: tiers,
+            touched,
+            ..
+        } = scratch;
+        let (scores, tiers) = (&mut scores[..documents], &mut tiers[..documents]);
         for term in terms {
             infos.clear();
             let doc_freq = self.term_infos(&term.term, &mut infos);
@@ -484,22 +501,22 @@ impl SearchIndex {
                         break;
                     }
                     for (&doc, &tf) in docs.iter().zip(block.freqs()) {
-                        let (Some(&position), Some(&norm)) = (
-                            segment.positions.get(doc as usize),
-                            segment.norms.get(doc as usize),
-                        ) else {
+                        let Some(&(position, norm)) = segment.docs.get(doc as usize) else {
                             continue;
                         };
                         let slot = position as usize;
-                        if slot >= documents {
+                        let (Some(score), Some(best)) = (scores.get_mut(slot), tiers.get_mut(slot))
+                        else {
                             continue;
+                        };
+                        if *best == 0 {
+                            touched.push(position);
                         }
                         let tf = tf as f32;
-                        if scratch.tier[slot] == 0 {
-                            scratch.touched.push(position);
+                        *score += weight * tf / (tf + norm);
+                        if *best < tier {
+                            *best = tier;
                         }
-                        scratch.scores[slot] += weight * tf / (tf + norm);
-                        scratch.tier[slot] = scratch.tier[slot].max(tier);
                     }
                     block.advance();
                 }
@@ -739,6 +756,37 @@ fn length_norms(average_length: f32) -> [f32; 256] {
         *slot = BM25_K1 * (1.0 - BM25_B + BM25_B * length / average_length.max(f32::MIN_POSITIVE));
     }
     table
+}
+
+/// Restores the min-heap order of `heap` after `heap[at]` was appended.
+fn sift_up(heap: &mut [u64], mut at: usize) {
+    while at > 0 {
+        let parent = (at - 1) / 2;
+        if heap[parent] <= heap[at] {
+            break;
+        }
+        heap.swap(parent, at);
+        at = parent;
+    }
+}
+
+/// Restores the min-heap order of `heap` after `heap[at]` grew.
+fn sift_down(heap: &mut [u64], mut at: usize) {
+    loop {
+        let (left, right) = (2 * at + 1, 2 * at + 2);
+        let mut smallest = at;
+        if left < heap.len() && heap[left] < heap[smallest] {
+            smallest = left;
+        }
+        if right < heap.len() && heap[right] < heap[smallest] {
+            smallest = right;
+        }
+        if smallest == at {
+            return;
+        }
+        heap.swap(at, smallest);
+        at = smallest;
+    }
 }
 
 /// `ln(1 + (N - n + 0.5) / (n + 0.5))`.

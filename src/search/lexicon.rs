@@ -124,6 +124,13 @@ pub struct Lexicon {
     entries: Vec<Entry>,
     /// Per Latin language (de, fr, id): folded key → entries.
     words: [HashMap<String, Vec<u32>>; 3],
+    /// Every folded one-word key of any Latin language and every first word of a multi-word
+    /// key, with what `words` and `phrase_starts` say of it: one lookup per query word instead
+    /// of one per language (the query path looks up every word of every query).
+    exact: HashMap<String, Exact>,
+    /// [`Lexicon::prefixes`] as one map: a prefix → the Latin languages (bit per slot) with a
+    /// key form starting with it.
+    prefix_slots: HashMap<String, u8>,
     /// Per Latin language: folded Snowball stem of a key → entries. Kept apart from `words`
     /// so that a stem spelled like an English word (`finden` → find) matches only a word
     /// looked up by its stem, never that English word as written.
@@ -142,6 +149,20 @@ pub struct Lexicon {
     /// bytes: a compound's first part starts the word, so a word whose start is not here does
     /// not split (one lookup instead of one per split point).
     german_starts: FxHashSet<String>,
+}
+
+/// Every Latin language's bit in [`Exact::slots`].
+const ALL_SLOTS: u8 = (1 << LATIN.len()) - 1;
+
+/// What the lexicon knows of one folded word (see [`Lexicon::exact`]).
+#[derive(Debug, Default)]
+struct Exact {
+    /// The Latin languages (bit per slot of `LATIN`) that have it as a one-word key.
+    slots: u8,
+    /// Its entries over those languages, in slot order, each once.
+    ids: Vec<u32>,
+    /// Whether a multi-word key starts with it.
+    phrase_start: bool,
 }
 
 /// Characters of a key form's prefix in [`Lexicon::prefixes`].
@@ -224,6 +245,8 @@ impl Lexicon {
         let mut lexicon = Lexicon {
             entries: Vec::new(),
             words: [HashMap::default(), HashMap::default(), HashMap::default()],
+            exact: HashMap::default(),
+            prefix_slots: HashMap::default(),
             stems: [HashMap::default(), HashMap::default(), HashMap::default()],
             phrases: HashMap::default(),
             phrase_starts: Default::default(),
@@ -241,6 +264,19 @@ impl Lexicon {
                 .map(|form| prefix(form).to_string())
                 .collect();
             lexicon.prefixes[slot] = prefixes;
+        }
+        for slot in 0..LATIN.len() {
+            for (key, ids) in &lexicon.words[slot] {
+                let exact = lexicon.exact.entry(key.clone()).or_default();
+                exact.slots |= 1 << slot;
+                push_new(&mut exact.ids, 0, ids);
+            }
+            for form in &lexicon.prefixes[slot] {
+                *lexicon.prefix_slots.entry(form.clone()).or_default() |= 1 << slot;
+            }
+        }
+        for first in &lexicon.phrase_starts {
+            lexicon.exact.entry(first.clone()).or_default().phrase_start = true;
         }
         let german_starts = lexicon.words[0]
             .keys()
@@ -359,16 +395,25 @@ impl Lexicon {
     pub fn word(&self, word: &str, stems: bool, folded: &mut String, out: &mut Vec<u32>) {
         let start = out.len();
         fold_into(word, folded);
-        for (slot, map) in self.words.iter().enumerate() {
-            if let Some(ids) = map.get(folded.as_str()) {
-                push_new(out, start, ids);
-                continue;
+        let exact = self.exact.get(folded.as_str());
+        let in_slots = exact.map_or(0, |e| e.slots);
+        if !stems || in_slots == ALL_SLOTS {
+            if let Some(exact) = exact {
+                push_new(out, start, &exact.ids);
             }
-            if !stems {
+            return;
+        }
+        // Per language in slot order, as the entries of each are pushed: its key, else a stem.
+        let prefix_slots = self.prefix_slots.get(prefix(folded)).copied().unwrap_or(0);
+        for (slot, map) in self.words.iter().enumerate() {
+            if in_slots & (1 << slot) != 0 {
+                if let Some(ids) = map.get(folded.as_str()) {
+                    push_new(out, start, ids);
+                }
                 continue;
             }
             // Suffix-stripping stemmers keep the word's start; Indonesian also strips prefixes.
-            let may_match = self.prefixes[slot].contains(prefix(folded))
+            let may_match = prefix_slots & (1 << slot) != 0
                 || (LATIN[slot].0 == Lang::Id
                     && INDONESIAN_PREFIXES.iter().any(|p| folded.starts_with(p)));
             if !may_match {
@@ -407,17 +452,17 @@ impl Lexicon {
     /// stemming: suffix-stripping stemmers keep a word's start; Indonesian also strips
     /// prefixes).
     pub fn may_stem_match(&self, folded: &str) -> bool {
-        (0..LATIN.len()).any(|slot| {
-            self.prefixes[slot].contains(prefix(folded))
-                || (LATIN[slot].0 == Lang::Id
-                    && INDONESIAN_PREFIXES.iter().any(|p| folded.starts_with(p)))
-        })
+        // Indonesian (one of the Latin languages) also strips prefixes.
+        self.prefix_slots.contains_key(prefix(folded))
+            || INDONESIAN_PREFIXES.iter().any(|p| folded.starts_with(p))
     }
 
     /// Whether some multi-word key starts with this (lowercase) word.
     pub fn starts_phrase(&self, word: &str, folded: &mut String) -> bool {
         fold_into(word, folded);
-        self.phrase_starts.contains(folded.as_str())
+        self.exact
+            .get(folded.as_str())
+            .is_some_and(|e| e.phrase_start)
     }
 
     /// Entries of a multi-word key (lowercase words), if any.

@@ -738,6 +738,146 @@ fn http_status(url: &str, method: &str, headers: &[(&str, &str)], body: &str) ->
         .unwrap_or(0)
 }
 
+/// One raw HTTP/1.1 request; returns the status, the content type and the (de-chunked) body.
+fn http_exchange(url: &str, headers: &[(&str, &str)], body: &str) -> (u16, String, String) {
+    let rest = url.strip_prefix("http://").unwrap();
+    let (authority, path) = rest.split_once('/').unwrap();
+    let mut stream = std::net::TcpStream::connect(authority).unwrap();
+    let mut request = format!(
+        "POST /{path} HTTP/1.1\r\nHost: {authority}\r\nContent-Length: {}\r\nConnection: close\r\n",
+        body.len()
+    );
+    for (k, v) in headers {
+        request.push_str(&format!("{k}: {v}\r\n"));
+    }
+    request.push_str("\r\n");
+    request.push_str(body);
+    std::io::Write::write_all(&mut stream, request.as_bytes()).unwrap();
+    let mut response = String::new();
+    let _ = std::io::Read::read_to_string(&mut stream, &mut response);
+    let (head, mut rest) = response.split_once("\r\n\r\n").unwrap_or((&response, ""));
+    let status = head
+        .split_whitespace()
+        .nth(1)
+        .and_then(|code| code.parse().ok())
+        .unwrap_or(0);
+    let header = |name: &str| {
+        head.lines()
+            .find_map(|l| {
+                let (k, v) = l.split_once(':')?;
+                k.trim()
+                    .eq_ignore_ascii_case(name)
+                    .then(|| v.trim().to_string())
+            })
+            .unwrap_or_default()
+    };
+    let body = if header("transfer-encoding").eq_ignore_ascii_case("chunked") {
+        let mut out = String::new();
+        while let Some((size, after)) = rest.split_once("\r\n") {
+            let size = usize::from_str_radix(size.trim(), 16).unwrap_or(0);
+            if size == 0 {
+                break;
+            }
+            out.push_str(&after[..size]);
+            rest = after[size..].trim_start_matches("\r\n");
+        }
+        out
+    } else {
+        rest.to_string()
+    };
+    (status, header("content-type"), body)
+}
+
+/// A request of the sessionless protocol (MCP 2026-07-28): per-request version and metadata.
+fn sessionless(method: &str, name: Option<&str>, params: Value) -> (Vec<(String, String)>, String) {
+    let mut params = params;
+    params["_meta"] = json!({
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientInfo": {"name": "test", "version": "1"},
+        "io.modelcontextprotocol/clientCapabilities": {},
+    });
+    let mut headers = vec![
+        ("Content-Type".to_string(), "application/json".to_string()),
+        (
+            "Accept".to_string(),
+            "application/json, text/event-stream".to_string(),
+        ),
+        ("MCP-Protocol-Version".to_string(), "2026-07-28".to_string()),
+        ("Mcp-Method".to_string(), method.to_string()),
+    ];
+    if let Some(name) = name {
+        headers.push(("Mcp-Name".to_string(), name.to_string()));
+    }
+    let body = json!({"jsonrpc": "2.0", "id": 7, "method": method, "params": params});
+    (headers, body.to_string())
+}
+
+#[test]
+fn http_serve_answers_sessionless_calls_with_json_and_bounds_only_sessions() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = config_file(dir.path(), json!({}));
+    let serve = Serve::http(&config, "tools", &["--max-sessions", "1"]);
+    let url = serve.url.clone().unwrap();
+    let legacy = [
+        ("Content-Type", "application/json"),
+        ("Accept", "application/json, text/event-stream"),
+    ];
+    let init = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}"#;
+    // The one session allowed, then a second one refused.
+    assert_eq!(http_exchange(&url, &legacy, init).0, 200);
+    let (status, _, body) = http_exchange(&url, &legacy, init);
+    assert_eq!(status, 503, "{body}");
+    assert!(body.contains("too many MCP sessions"), "{body}");
+
+    // Sessionless requests open no session: they are served whatever the session count, each
+    // answered by one JSON body.
+    let (headers, body) = sessionless("server/discover", None, json!({}));
+    let refs: Vec<(&str, &str)> = headers
+        .iter()
+        .map(|(k, v)| (k.as_str(), v.as_str()))
+        .collect();
+    let (status, content_type, answer) = http_exchange(&url, &refs, &body);
+    assert_eq!(status, 200, "{answer}");
+    assert!(
+        content_type.starts_with("application/json"),
+        "{content_type}"
+    );
+    let answer: Value = serde_json::from_str(&answer).unwrap();
+    assert!(
+        answer["result"]["supportedVersions"]
+            .as_array()
+            .unwrap()
+            .contains(&json!("2026-07-28")),
+        "{answer}"
+    );
+    for _ in 0..3 {
+        let (headers, body) = sessionless(
+            "tools/call",
+            Some("tool_search"),
+            json!({"name": "tool_search", "arguments": {"query": "convert units", "limit": 2}}),
+        );
+        let refs: Vec<(&str, &str)> = headers
+            .iter()
+            .map(|(k, v)| (k.as_str(), v.as_str()))
+            .collect();
+        let (status, content_type, answer) = http_exchange(&url, &refs, &body);
+        assert_eq!(status, 200, "{answer}");
+        assert!(
+            content_type.starts_with("application/json"),
+            "{content_type}"
+        );
+        let answer: Value = serde_json::from_str(&answer).unwrap();
+        assert_eq!(answer["id"], 7, "{answer}");
+        assert_ne!(answer["result"]["isError"], true, "{answer}");
+        let hits = &answer["result"]["structuredContent"]["result"];
+        assert_eq!(hits.as_array().map(Vec::len), Some(2), "{answer}");
+        assert_eq!(hits[0]["id"], "plugin:units:convert_units", "{answer}");
+    }
+    // A session is still refused.
+    assert_eq!(http_exchange(&url, &legacy, init).0, 503);
+    serve.stop();
+}
+
 #[test]
 fn http_serve_validates_hosts_sessions_and_tokens() {
     let dir = tempfile::tempdir().unwrap();
