@@ -239,7 +239,7 @@ pub enum ConfigError {
     #[error("config is not valid JSON5: {0}")]
     Syntax(String),
     /// A key that does not exist.
-    #[error("unknown config key {key:?}; accepted keys here: {accepted}")]
+    #[error("unknown config key {:?}; accepted keys here: {accepted}", input::echo(.key))]
     UnknownKey {
         /// The dotted key path.
         key: String,

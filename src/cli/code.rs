@@ -56,8 +56,10 @@ pub(super) struct BenchCellsArgs {
     /// Measured iterations per series.
     #[arg(long, default_value_t = 200)]
     iterations: usize,
-    /// Print {"machine": {…}, "warm": {p50_ms, p99_ms, …, phases: {…}}, "warm_after_idle",
-    /// "inprocess", "cold", "node", "ratio_node_over_warm", "ratio_warm_over_inprocess", …}.
+    /// Print {"machine": {…, cpu_loop_us: [per CPU]}, "warm": {p50_ms, p99_ms, …, phases: {…,
+    /// host_cpus}}, "warm_after_idle", "inprocess" (on the CPU warm cells ran from:
+    /// "inprocess_cpu"; every CPU's p50 in "inprocess_p50_by_cpu_ms"), "cold", "node",
+    /// "ratio_node_over_warm", "ratio_warm_over_inprocess", …}.
     #[arg(long)]
     json: bool,
     /// Nice steps the sandbox runs below this process (`SupervisorConfig::worker_nice`, 0–19),
@@ -282,6 +284,17 @@ pub(super) fn bench_cells(args: BenchCellsArgs) -> Result<ExitCode> {
                 )?;
             }
         }
+        writeln!(
+            out,
+            "{:>17}in-process p50 per CPU {:?} ms (floor on CPU {}); fixed loop per CPU {:?} µs → {:?} µs",
+            "",
+            report.inprocess_p50_by_cpu_ms,
+            report
+                .inprocess_cpu
+                .map_or_else(|| "unknown".to_owned(), |c| c.to_string()),
+            m.cpu_loop_us,
+            m.cpu_loop_us_end
+        )?;
         writeln!(
             out,
             "node / warm (p50): {:.1}x   warm / in-process (p50): {:.2}x",

@@ -76,6 +76,11 @@ pub struct PhaseMedians {
     /// absent when CPUs are unknown, and in-process).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub same_cpu_share: Option<f64>,
+    /// How many of the series' cells the supervisor submitted from each CPU (index = CPU; empty
+    /// when unknown): with CPUs of unequal speed (see [`Machine::cpu_loop_us`]) it tells where
+    /// the series ran.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub host_cpus: Vec<usize>,
 }
 
 impl PhaseMedians {
@@ -99,7 +104,18 @@ impl PhaseMedians {
             .iter()
             .filter_map(|c| Some(c.host_cpu? == c.worker_cpu?))
             .collect();
+        let mut host_cpus: Vec<usize> = Vec::new();
+        for cpu in cells.iter().filter_map(|c| c.host_cpu) {
+            let cpu = cpu as usize;
+            if cpu < 1024 {
+                if host_cpus.len() <= cpu {
+                    host_cpus.resize(cpu + 1, 0);
+                }
+                host_cpus[cpu] += 1;
+            }
+        }
         Some(PhaseMedians {
+            host_cpus,
             submit_to_running_us: per_cell(|c| c.submit_to_running_us),
             compile_us: per_cell(|c| c.compile_us),
             call_guest_us: per_call(|c| c.guest_us),
@@ -164,6 +180,13 @@ pub struct Machine {
     pub worker_nice: u8,
     /// The sandbox's [`Polling::when`] in this run.
     pub polling: PollWhen,
+    /// Per CPU (index = CPU), the median time of a fixed integer loop run by a thread pinned
+    /// there, at the start and at the end of the run. The virtual CPUs of a VM need not be equal
+    /// (one may share its core with another tenant): on the 2-vCPU VM of issue 14 one CPU ran the
+    /// same loop 1.5–1.65× slower than the other, and a series' median follows the CPU it ran on.
+    pub cpu_loop_us: Vec<f64>,
+    /// The same at the end of the run.
+    pub cpu_loop_us_end: Vec<f64>,
 }
 
 impl Machine {
@@ -189,8 +212,81 @@ impl Machine {
             ),
             worker_nice: options.worker_nice,
             polling: options.polling,
+            cpu_loop_us: cpu_loop_us(),
+            cpu_loop_us_end: Vec::new(),
         }
     }
+}
+
+/// The CPUs this thread may run on (empty when unknown).
+fn allowed_cpus() -> Vec<usize> {
+    // SAFETY: cpu_set_t is plain data; all-zero is the empty set.
+    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+    // SAFETY: our own thread (0) and a valid out-pointer of the set's size.
+    if unsafe { libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) } != 0
+    {
+        return Vec::new();
+    }
+    (0..libc::CPU_SETSIZE as usize)
+        // SAFETY: `cpu` < CPU_SETSIZE.
+        .filter(|&cpu| unsafe { libc::CPU_ISSET(cpu, &set) })
+        .collect()
+}
+
+/// Runs `f` on the calling thread pinned to `cpu`, then restores the thread's mask. `None` when
+/// the thread cannot be pinned there.
+fn on_cpu<T>(cpu: usize, f: impl FnOnce() -> T) -> Option<T> {
+    let size = std::mem::size_of::<libc::cpu_set_t>();
+    // SAFETY: plain data; all-zero is the empty set.
+    let mut saved: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+    // SAFETY: as above.
+    let mut one: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+    if cpu >= libc::CPU_SETSIZE as usize {
+        return None;
+    }
+    // SAFETY: our own thread, valid masks of `size` bytes, `cpu` < CPU_SETSIZE.
+    unsafe {
+        if libc::sched_getaffinity(0, size, &mut saved) != 0 {
+            return None;
+        }
+        libc::CPU_SET(cpu, &mut one);
+        if libc::sched_setaffinity(0, size, &one) != 0 {
+            return None;
+        }
+    }
+    let out = f();
+    // SAFETY: restoring the mask read above.
+    unsafe { libc::sched_setaffinity(0, size, &saved) };
+    Some(out)
+}
+
+/// [`Machine::cpu_loop_us`]: per allowed CPU, the median of 5 runs of a fixed integer loop
+/// (≈ 1 ms on the reference VM), on this thread pinned there (0 for a CPU it cannot use).
+fn cpu_loop_us() -> Vec<f64> {
+    let cpus = allowed_cpus();
+    let Some(&last) = cpus.last() else {
+        return Vec::new();
+    };
+    let mut out = vec![0.0; last + 1];
+    for cpu in cpus {
+        let runs = on_cpu(cpu, || {
+            let mut runs: Vec<f64> = (0..5)
+                .map(|_| {
+                    let started = Instant::now();
+                    let mut x: u64 = 0x9E37_79B9_7F4A_7C15;
+                    for i in 0..2_000_000u64 {
+                        x = x.rotate_left(7) ^ i.wrapping_mul(0x2545_F491_4F6C_DD1D);
+                    }
+                    std::hint::black_box(x);
+                    started.elapsed().as_secs_f64() * 1e6
+                })
+                .collect();
+            runs.sort_by(f64::total_cmp);
+            runs[2]
+        });
+        out[cpu] = runs.map_or(0.0, |us| (us * 10.0).round() / 10.0);
+    }
+    out
 }
 
 /// The parameters of a kernel command line that steer the scheduler (up to a bare `--`, after
@@ -254,8 +350,15 @@ pub struct BenchReport {
     pub warm_after_idle: Series,
     /// The floor: the same cell in a fresh QuickJS runtime and context inside this process, with
     /// the same prelude and bridge, the isolate built before the clock starts (as a pool worker's
-    /// is). Not sandboxed; a measurement only.
+    /// is), on the CPU most warm cells were submitted from (see `inprocess_cpu`). Not sandboxed;
+    /// a measurement only.
     pub inprocess: Series,
+    /// The CPU `inprocess` ran on (pinned): the one most `warm` cells were submitted from, so
+    /// that `ratio_warm_over_inprocess` compares the process boundary on one CPU, not two CPUs of
+    /// unequal speed (`None`: unknown or not pinnable; the floor then ran wherever it was put).
+    pub inprocess_cpu: Option<usize>,
+    /// The floor's p50 on every CPU (index = CPU, ms; 0 for a CPU it could not run on).
+    pub inprocess_p50_by_cpu_ms: Vec<f64>,
     /// The zygote forks on demand (pool size 0).
     pub cold: Series,
     /// The reference: `node --experimental-permission` spawned per cell, empty environment,
@@ -422,8 +525,33 @@ async fn measure(
     }
     warm.shutdown().await;
 
-    // In-process: the floor the process boundary is measured against.
-    report.inprocess = inprocess_series(&bridge, cell, iterations, &expected).await?;
+    // In-process: the floor the process boundary is measured against, on every CPU; the one on
+    // the CPU the warm cells ran from is the floor.
+    let warm_cpu = report
+        .warm
+        .phases
+        .as_ref()
+        .and_then(|p| (0..p.host_cpus.len()).max_by_key(|&cpu| p.host_cpus[cpu]));
+    let cpus = allowed_cpus();
+    let mut by_cpu = vec![0.0; cpus.last().map_or(0, |&c| c + 1)];
+    let mut floor = None;
+    for &cpu in &cpus {
+        let series = inprocess_series(&bridge, cell, iterations, &expected, Some(cpu)).await?;
+        by_cpu[cpu] = series.p50_ms;
+        if Some(cpu) == warm_cpu && series.samples > 0 {
+            floor = Some(series);
+        }
+    }
+    report.inprocess_p50_by_cpu_ms = by_cpu;
+    match floor {
+        Some(series) => {
+            report.inprocess = series;
+            report.inprocess_cpu = warm_cpu;
+        }
+        None => {
+            report.inprocess = inprocess_series(&bridge, cell, iterations, &expected, None).await?
+        }
+    }
 
     // Cold: the zygote forks on demand.
     let mut cold_config = config();
@@ -454,6 +582,7 @@ async fn measure(
     report.ratio_warm_over_inprocess = ratio(report.warm.p50_ms, report.inprocess.p50_ms);
     report.value = expected;
     report.machine.load_average_end = load_average();
+    report.machine.cpu_loop_us_end = cpu_loop_us();
     Ok(report)
 }
 
@@ -464,21 +593,33 @@ async fn inprocess_series(
     cell: &str,
     iterations: usize,
     expected: &Value,
+    cpu: Option<usize>,
 ) -> Result<Series, SandboxError> {
     let floor = Floor::new(bridge.clone(), tokio::runtime::Handle::current());
     let (cell, expected) = (cell.to_owned(), expected.clone());
     let run = tokio::task::spawn_blocking(move || -> Result<Series, SandboxError> {
-        let mut samples = Vec::with_capacity(iterations);
-        let mut phases = Vec::with_capacity(iterations);
-        for _ in 0..iterations {
-            let (dt, value, cell_phases) = floor
+        let series = || -> Result<Series, SandboxError> {
+            let mut samples = Vec::with_capacity(iterations);
+            let mut phases = Vec::with_capacity(iterations);
+            // One untimed cell first, as the warm series' first iteration.
+            floor
                 .run_cell(&cell)
                 .map_err(|e| mismatch("inprocess", e))?;
-            same_value("inprocess", &expected, &value)?;
-            samples.push(ms(dt));
-            phases.push(cell_phases);
+            for _ in 0..iterations {
+                let (dt, value, cell_phases) = floor
+                    .run_cell(&cell)
+                    .map_err(|e| mismatch("inprocess", e))?;
+                same_value("inprocess", &expected, &value)?;
+                samples.push(ms(dt));
+                phases.push(cell_phases);
+            }
+            Ok(Series::traced(samples, &phases))
+        };
+        match cpu {
+            // A CPU this thread cannot be pinned to gives no samples.
+            Some(cpu) => on_cpu(cpu, series).unwrap_or_else(|| Ok(Series::default())),
+            None => series(),
         }
-        Ok(Series::traced(samples, &phases))
     });
     match run.await {
         Ok(series) => series,

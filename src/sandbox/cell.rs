@@ -345,7 +345,12 @@ impl Frames {
             consumed += protocol::HEADER + len;
             let frame: WorkerFrame = match serde_json::from_slice(body) {
                 Ok(f) => f,
-                Err(e) => break Some(protocol_error(format!("malformed frame: {e}"))),
+                Err(e) => {
+                    break Some(protocol_error(format!(
+                        "malformed frame: {}",
+                        worker_said(&e)
+                    )));
+                }
             };
             if let Some(trace) = &mut self.trace
                 && now == 0
@@ -659,6 +664,13 @@ pub(crate) fn argument_depth_message() -> String {
     )
 }
 
+/// A parse error about worker-supplied bytes, made safe to show: serde quotes an unknown field's
+/// name whole, so the message is bounded like any echo of untrusted input
+/// ([`input::MAX_ECHO_CHARS`]) and its control characters are removed.
+fn worker_said(e: &serde_json::Error) -> String {
+    strip_controls(&input::echo(&e.to_string()).to_string()).into_owned()
+}
+
 fn protocol_error(detail: String) -> End {
     End::Outcome(Outcome::ProtocolError { detail })
 }
@@ -740,7 +752,7 @@ fn finish(done: Done, limits: &Limits, mut telemetry: CellTelemetry) -> CellResu
                 }
             }
             Err(e) => Outcome::ProtocolError {
-                detail: format!("the result is not valid JSON: {e}"),
+                detail: format!("the result is not valid JSON: {}", worker_said(&e)),
             },
         },
         DoneStatus::JsError => {
@@ -958,6 +970,23 @@ mod tests {
         assert!(protocol_detail(&r).starts_with("malformed frame"), "{r:?}");
         let r = against(raw("{\"launch_missiles\":{}}")).await;
         assert!(protocol_detail(&r).starts_with("malformed frame"), "{r:?}");
+    }
+
+    /// serde quotes an unknown field's name whole: a worker naming a field with 40 KiB of text
+    /// (and control characters) must not get it into the model's error (a worker_frames fuzz
+    /// finding).
+    #[tokio::test]
+    async fn a_protocol_error_quotes_the_worker_bounded_and_without_controls() {
+        let field = format!("erro\\u001b[31m{}", "x".repeat(40 * 1024));
+        let r = against(raw(&format!(
+            "{{\"done\":{{\"status\":\"ok\",\"{field}\":0}}}}"
+        )))
+        .await;
+        let detail = protocol_detail(&r);
+        assert!(detail.starts_with("malformed frame"), "{detail}");
+        assert!(detail.contains("erro"), "{detail}");
+        assert!(detail.len() <= 600, "{} bytes", detail.len());
+        assert!(!detail.contains('\u{1b}'), "{detail}");
     }
 
     #[tokio::test]

@@ -77,6 +77,31 @@
 //! refill that follows a cell (fork, hardening, rehearsal: ≈ 1 ms of CPU) does not preempt the
 //! caller that is reading the cell's result.
 //!
+//! On a 2 × Intel Xeon (Sapphire Rapids) VM, same kernel and boot parameter, 5 consecutive runs
+//! idle but for the bench (load average 0.97–1.06 at the start): warm 0.34–0.43 ms p50 (p99
+//! 0.61–0.92), after 5 ms of idle 0.51–0.69, floor 0.18–0.27 (warm 1.52–2.29× the floor), cold
+//! 1.61–2.07, node 31–36 ms (75–93× warm); per warm cell submit → running ≈ 37 µs, per bridge call
+//! two socket trips ≈ 32 µs, `Done` → caller ≈ 32 µs. The floor itself is bimodal (0.18 or
+//! 0.27–0.32 ms, on either CPU, pinned, in runs minutes apart, with equal per-CPU integer loops):
+//! the VM's memory-bound speed varies with what else runs on the host, so the bench now also
+//! reports each CPU's floor and a fixed loop per CPU at start and end (`cpu_loop_us`).
+//!
+//! ### What one crossing costs, and what was tried (issue 14, second pass, Intel VM)
+//! C probes (two processes, a `socketpair`, one byte each way): pinned to the same CPU 9.5–10.5 µs
+//! per round trip; either unpinned 58–103 µs (the wake-up goes to the other, halted virtual CPU,
+//! ≈ 40 µs); a peer at nice +10 (or `SCHED_BATCH`/`SCHED_IDLE`) triples the same-CPU round trip
+//! (29 µs; nice +1: 13, +3: 18, +5: 19); an epoll waiter on the same socket adds 7–17 µs;
+//! seccomp, AVX-512 state and the size of the address space: no effect. The real system pays
+//! ≈ 16–18 µs median per crossing (bimodal 5 / 16), eight crossings per cell of three bridge
+//! calls. Tried and rejected, alternating A/B runs in one session: pinning the host thread and
+//! the worker to the submitting CPU with the socket out of the reactor and bridge answers inline
+//! (warm 0.45–0.52 ms against 0.41–0.44), the same at nice 0 without the ready spin (0.50–0.63),
+//! the current policy at nice 0 (0.40–0.52; compile slower when the worker lands on the other
+//! CPU), an affinity mask to the other CPU (0.68), lingering in the worker after `Done`
+//! (inconclusive), interleaving the series in the bench (warm 0.70–0.97: caches cold after each
+//! node and cold cell). What is left is the crossings themselves and the JSON on both sides; on
+//! this VM warm stays at 1.5–2.3× the floor.
+//!
 //! ## Why warm cells were 4× slower than documented (issue 14)
 //! Both sides used to busy-poll after every frame they sent (the supervisor's task 250 µs, the
 //! worker 150 µs), because waking a sleeping peer on another, halted virtual CPU costs tens of

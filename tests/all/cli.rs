@@ -300,6 +300,34 @@ fn bench_cells_json_reports_every_series_from_the_same_run() {
     assert!(machine["scheduler_boot_params"].is_array(), "{machine}");
     assert_eq!(machine["worker_nice"], Value::from(10));
     assert_eq!(machine["polling"], Value::from("peer_on_other_cpu"));
+    // Per CPU: a fixed loop at the start and the end, and the floor pinned on each CPU; the
+    // floor compared with warm is the one on the CPU most warm cells were submitted from.
+    let loops = machine["cpu_loop_us"].as_array().unwrap();
+    assert!(
+        loops.iter().any(|us| us.as_f64().unwrap() > 0.0),
+        "{machine}"
+    );
+    assert_eq!(
+        machine["cpu_loop_us_end"].as_array().unwrap().len(),
+        loops.len()
+    );
+    let by_cpu = report["inprocess_p50_by_cpu_ms"].as_array().unwrap();
+    assert_eq!(by_cpu.len(), loops.len(), "{report}");
+    let submitted_from = report["warm"]["phases"]["host_cpus"].as_array().unwrap();
+    let cells: u64 = submitted_from.iter().map(|n| n.as_u64().unwrap()).sum();
+    assert_eq!(cells, 3, "{report}");
+    let floor_cpu = report["inprocess_cpu"].as_u64().unwrap() as usize;
+    let most = submitted_from
+        .iter()
+        .map(|n| n.as_u64().unwrap())
+        .max()
+        .unwrap();
+    assert_eq!(
+        submitted_from[floor_cpu].as_u64().unwrap(),
+        most,
+        "{report}"
+    );
+    assert_eq!(by_cpu[floor_cpu], report["inprocess"]["p50_ms"], "{report}");
     assert!(report["ready_worker_rss_kib"].as_u64().unwrap() > 0);
     assert_eq!(
         report["value"]["tool"],

@@ -219,6 +219,21 @@ fn each_invalid_value_names_its_key_and_what_is_accepted() {
 }
 
 #[test]
+fn a_long_unknown_key_is_echoed_as_a_bounded_prefix() {
+    let key = "k".repeat(10_000);
+    let error = parse(&format!("{{tools: {{toolSearch: {{{key}: 1}}}}}}"))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        error.starts_with("unknown config key \"tools.toolSearch.kkk"),
+        "{error:.300}"
+    );
+    assert!(error.contains("(10017 bytes)"), "{error:.300}");
+    assert!(error.contains("accepted keys here"), "{error:.300}");
+    assert!(error.len() < 600, "{} bytes", error.len());
+}
+
+#[test]
 fn non_finite_numbers_name_the_key_and_the_rule() {
     for (number, shown) in [("Infinity", "inf"), ("-Infinity", "-inf"), ("NaN", "NaN")] {
         let text = format!("{{tools: {{toolSearch: {{codeTimeoutMs: {number}}}}}}}");

@@ -50,13 +50,23 @@ async fn gone(pid: u32) {
     .await;
 }
 
-/// The worker running a cell: live, but not idle in the pool.
-fn running_worker(h: &Harness) -> Option<u32> {
+/// The worker running the one cell in flight: live, but not idle in the pool. Taking a worker
+/// starts a refill whose new worker is live and not yet ready too (it rehearses first), so this
+/// waits (bounded) until the pool is full again: then exactly one live worker is not in it.
+async fn running_worker(h: &Harness) -> u32 {
+    assert!(
+        h.sup.wait_pool_full(Duration::from_secs(10)).await,
+        "the pool did not refill"
+    );
     let ready = h.sup.ready_worker_pids();
-    h.sup
+    let running: Vec<u32> = h
+        .sup
         .live_worker_pids()
         .into_iter()
-        .find(|p| !ready.contains(p) && start_time(*p).is_some())
+        .filter(|p| !ready.contains(p) && start_time(*p).is_some())
+        .collect();
+    assert_eq!(running.len(), 1, "live {running:?}, ready {ready:?}");
+    running[0]
 }
 
 /// A stopped zygote cannot stretch a cell's deadline: cells that need a fork end with a named
@@ -197,7 +207,7 @@ async fn a_worker_killed_mid_bridge_call_ends_its_cell_only() {
                 h.bridge.inflight.load(Ordering::SeqCst) == 1
             })
             .await;
-            let victim = running_worker(&h).expect("the running worker's pid");
+            let victim = running_worker(&h).await;
             signal(victim, libc::SIGKILL);
             victim
         }
