@@ -48,7 +48,8 @@ pub(super) struct ServeArgs {
     /// An extra Host name HTTP clients may use (repeatable; loopback names always work).
     #[arg(long = "allowed-host", value_name = "HOST")]
     allowed_hosts: Vec<String>,
-    /// Live HTTP sessions at most.
+    /// Live HTTP sessions at most (clients that start with `initialize`; sessionless requests of
+    /// MCP 2026-07-28 hold none).
     #[arg(long, default_value_t = 64)]
     max_sessions: usize,
     /// Seconds an idle HTTP session lives.
