@@ -788,8 +788,10 @@ fn http_exchange(url: &str, headers: &[(&str, &str)], body: &str) -> (u16, Strin
     (status, header("content-type"), body)
 }
 
-/// A request of the sessionless protocol (MCP 2026-07-28): per-request version and metadata.
-fn sessionless(method: &str, name: Option<&str>, params: Value) -> (Vec<(String, String)>, String) {
+/// Sends one request of the sessionless protocol (MCP 2026-07-28: version and client info in
+/// `_meta`, method and name in headers, no session) and returns its answer, which must be one
+/// JSON body with status 200.
+fn sessionless(url: &str, method: &str, name: Option<&str>, params: Value) -> Value {
     let mut params = params;
     params["_meta"] = json!({
         "io.modelcontextprotocol/protocolVersion": "2026-07-28",
@@ -797,19 +799,22 @@ fn sessionless(method: &str, name: Option<&str>, params: Value) -> (Vec<(String,
         "io.modelcontextprotocol/clientCapabilities": {},
     });
     let mut headers = vec![
-        ("Content-Type".to_string(), "application/json".to_string()),
-        (
-            "Accept".to_string(),
-            "application/json, text/event-stream".to_string(),
-        ),
-        ("MCP-Protocol-Version".to_string(), "2026-07-28".to_string()),
-        ("Mcp-Method".to_string(), method.to_string()),
+        ("Content-Type", "application/json"),
+        ("Accept", "application/json, text/event-stream"),
+        ("MCP-Protocol-Version", "2026-07-28"),
+        ("Mcp-Method", method),
     ];
     if let Some(name) = name {
-        headers.push(("Mcp-Name".to_string(), name.to_string()));
+        headers.push(("Mcp-Name", name));
     }
     let body = json!({"jsonrpc": "2.0", "id": 7, "method": method, "params": params});
-    (headers, body.to_string())
+    let (status, content_type, answer) = http_exchange(url, &headers, &body.to_string());
+    assert_eq!(status, 200, "{answer}");
+    assert!(
+        content_type.starts_with("application/json"),
+        "{content_type}"
+    );
+    serde_json::from_str(&answer).unwrap()
 }
 
 #[test]
@@ -831,18 +836,7 @@ fn http_serve_answers_sessionless_calls_with_json_and_bounds_only_sessions() {
 
     // Sessionless requests open no session: they are served whatever the session count, each
     // answered by one JSON body.
-    let (headers, body) = sessionless("server/discover", None, json!({}));
-    let refs: Vec<(&str, &str)> = headers
-        .iter()
-        .map(|(k, v)| (k.as_str(), v.as_str()))
-        .collect();
-    let (status, content_type, answer) = http_exchange(&url, &refs, &body);
-    assert_eq!(status, 200, "{answer}");
-    assert!(
-        content_type.starts_with("application/json"),
-        "{content_type}"
-    );
-    let answer: Value = serde_json::from_str(&answer).unwrap();
+    let answer = sessionless(&url, "server/discover", None, json!({}));
     assert!(
         answer["result"]["supportedVersions"]
             .as_array()
@@ -851,22 +845,12 @@ fn http_serve_answers_sessionless_calls_with_json_and_bounds_only_sessions() {
         "{answer}"
     );
     for _ in 0..3 {
-        let (headers, body) = sessionless(
+        let answer = sessionless(
+            &url,
             "tools/call",
             Some("tool_search"),
             json!({"name": "tool_search", "arguments": {"query": "convert units", "limit": 2}}),
         );
-        let refs: Vec<(&str, &str)> = headers
-            .iter()
-            .map(|(k, v)| (k.as_str(), v.as_str()))
-            .collect();
-        let (status, content_type, answer) = http_exchange(&url, &refs, &body);
-        assert_eq!(status, 200, "{answer}");
-        assert!(
-            content_type.starts_with("application/json"),
-            "{content_type}"
-        );
-        let answer: Value = serde_json::from_str(&answer).unwrap();
         assert_eq!(answer["id"], 7, "{answer}");
         assert_ne!(answer["result"]["isError"], true, "{answer}");
         let hits = &answer["result"]["structuredContent"]["result"];
