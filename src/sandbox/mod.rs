@@ -102,6 +102,33 @@
 //! node and cold cell). What is left is the crossings themselves and the JSON on both sides; on
 //! this VM warm stays at 1.5–2.3× the floor.
 //!
+//! ### Third pass: two CPUs per cell, and what a halted virtual CPU costs (Intel VM, issue 14)
+//! Upper bound first: the host process pinned to CPU 0 and the zygote (so every worker) to CPU 1
+//! with `taskset` (two runs): warm 0.244–0.250 ms, 1.37–1.40× the floor, submit → running 11 µs,
+//! socket trips 9 µs per bridge call — what the boundary costs when both sides poll, each on its
+//! own CPU. Not shippable: it halves the CPUs the host may use, and warm after idle was still
+//! 0.41–0.43 ms (1.63–1.75× warm: the worker's virtual CPU had halted).
+//! Built and rejected: a per-cell placement (the worker pinned itself to one CPU named in `Run`,
+//! `sched_setaffinity` on itself allowed by seccomp; the host's driving thread confined to the other
+//! CPUs until `Done`; a sleeping worker moved to the submitting CPU before `Run`). Six interleaved
+//! A/B pairs of `bench cells --json` (load average ≈ 1.5–1.8): warm p50 0.32–0.44 ms against 0.42–0.58
+//! without, warm/floor 1.75–2.47 against 2.26–3.26, trips 10–13 µs per call against 32–36 — but
+//! warm p99 2.1–6.7× p50 (1.7–2.5× without) and after idle 1.33–1.67× warm (1.11–1.47×). In 80 %
+//! of warm cells the worker was polling on the host thread's own CPU at submission (the `Ready`
+//! that woke the host's thread had packed it there), so one of the two had to move to the halted
+//! CPU: the host's `sched_setaffinity` on itself took 85 µs (57 after idle) and the worker ran
+//! 68 µs after submission (36 µs without placement). C probes (two processes, one `socketpair`,
+//! 2 ms idle between exchanges): waking a process on the other, halted virtual CPU 142–148 µs; a
+//! thread migrating itself there 121–139 µs; a wake-up on the waker's own CPU 17–22 µs;
+//! shared-memory ping-pong between two busy CPUs 0.11–0.14 µs per round trip; a syscall 0.1 µs.
+//! One Tokio worker thread instead of two (`TOKIO_WORKER_THREADS=1`, two runs each): the worker
+//! shared the submitting CPU in 37–48 % of warm cells instead of 89–91 % and submit → running took
+//! 21–24 µs instead of 36–39, but warm p50 did not move (0.41–0.43 against 0.43–0.44 ms): the
+//! second runtime thread, woken around each submission, is one reason the two sides end up on one
+//! CPU, not the cost. On this VM every cell start pays either a context switch per crossing on a
+//! shared CPU or one wake-up of a halted virtual CPU; making warm cells cheaper that way makes
+//! the after-idle ratio worse, and the two acceptance ratios of issue 14 pull apart.
+//!
 //! ## Why warm cells were 4× slower than documented (issue 14)
 //! Both sides used to busy-poll after every frame they sent (the supervisor's task 250 µs, the
 //! worker 150 µs), because waking a sleeping peer on another, halted virtual CPU costs tens of
