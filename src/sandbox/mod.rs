@@ -107,7 +107,10 @@
 //! with `taskset` (two runs): warm 0.244–0.250 ms, 1.37–1.40× the floor, submit → running 11 µs,
 //! socket trips 9 µs per bridge call — what the boundary costs when both sides poll, each on its
 //! own CPU. Not shippable: it halves the CPUs the host may use, and warm after idle was still
-//! 0.41–0.43 ms (1.63–1.75× warm: the worker's virtual CPU had halted).
+//! 0.41–0.43 ms (1.63–1.75× warm: the worker's virtual CPU had halted). Confining only the
+//! sandbox to CPU 1 is not enough: the host's thread was then woken onto CPU 1 by `Ready` in 74–84 %
+//! of warm cells (warm 0.40–0.41 ms, 2.2–2.3× the floor); a zygote at `SCHED_IDLE` (so that the
+//! polling worker's CPU would not count as busy) made it 96–98 % (warm 0.46–0.53 ms).
 //! Built and rejected: a per-cell placement (the worker pinned itself to one CPU named in `Run`,
 //! `sched_setaffinity` on itself allowed by seccomp; the host's driving thread confined to the other
 //! CPUs until `Done`; a sleeping worker moved to the submitting CPU before `Run`). Six interleaved
