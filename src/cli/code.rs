@@ -286,9 +286,14 @@ pub(super) fn bench_cells(args: BenchCellsArgs) -> Result<ExitCode> {
         }
         writeln!(
             out,
-            "{:>17}in-process p50 per CPU {:?} ms (floor on CPU {}); fixed loop per CPU {:?} µs → {:?} µs",
+            "{:>17}in-process p50 per CPU [{}] ms (floor on CPU {}); fixed loop per CPU {:?} µs → {:?} µs",
             "",
-            report.inprocess_p50_by_cpu_ms,
+            report
+                .inprocess_p50_by_cpu_ms
+                .iter()
+                .map(|ms| format!("{ms:.3}"))
+                .collect::<Vec<_>>()
+                .join(", "),
             report
                 .inprocess_cpu
                 .map_or_else(|| "unknown".to_owned(), |c| c.to_string()),

@@ -15,6 +15,8 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use nix::sched::{CpuSet, sched_getaffinity, sched_setaffinity};
+use nix::unistd::Pid;
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 
@@ -107,7 +109,7 @@ impl PhaseMedians {
         let mut host_cpus: Vec<usize> = Vec::new();
         for cpu in cells.iter().filter_map(|c| c.host_cpu) {
             let cpu = cpu as usize;
-            if cpu < 1024 {
+            if cpu < CpuSet::count() {
                 if host_cpus.len() <= cpu {
                     host_cpus.resize(cpu + 1, 0);
                 }
@@ -220,43 +222,24 @@ impl Machine {
 
 /// The CPUs this thread may run on (empty when unknown).
 fn allowed_cpus() -> Vec<usize> {
-    // SAFETY: cpu_set_t is plain data; all-zero is the empty set.
-    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
-    // SAFETY: our own thread (0) and a valid out-pointer of the set's size.
-    if unsafe { libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) } != 0
-    {
+    let Ok(set) = sched_getaffinity(Pid::from_raw(0)) else {
         return Vec::new();
-    }
-    (0..libc::CPU_SETSIZE as usize)
-        // SAFETY: `cpu` < CPU_SETSIZE.
-        .filter(|&cpu| unsafe { libc::CPU_ISSET(cpu, &set) })
+    };
+    (0..CpuSet::count())
+        .filter(|&cpu| set.is_set(cpu).unwrap_or(false))
         .collect()
 }
 
 /// Runs `f` on the calling thread pinned to `cpu`, then restores the thread's mask. `None` when
 /// the thread cannot be pinned there.
 fn on_cpu<T>(cpu: usize, f: impl FnOnce() -> T) -> Option<T> {
-    let size = std::mem::size_of::<libc::cpu_set_t>();
-    // SAFETY: plain data; all-zero is the empty set.
-    let mut saved: libc::cpu_set_t = unsafe { std::mem::zeroed() };
-    // SAFETY: as above.
-    let mut one: libc::cpu_set_t = unsafe { std::mem::zeroed() };
-    if cpu >= libc::CPU_SETSIZE as usize {
-        return None;
-    }
-    // SAFETY: our own thread, valid masks of `size` bytes, `cpu` < CPU_SETSIZE.
-    unsafe {
-        if libc::sched_getaffinity(0, size, &mut saved) != 0 {
-            return None;
-        }
-        libc::CPU_SET(cpu, &mut one);
-        if libc::sched_setaffinity(0, size, &one) != 0 {
-            return None;
-        }
-    }
+    let this = Pid::from_raw(0);
+    let saved = sched_getaffinity(this).ok()?;
+    let mut one = CpuSet::new();
+    one.set(cpu).ok()?;
+    sched_setaffinity(this, &one).ok()?;
     let out = f();
-    // SAFETY: restoring the mask read above.
-    unsafe { libc::sched_setaffinity(0, size, &saved) };
+    let _ = sched_setaffinity(this, &saved);
     Some(out)
 }
 
