@@ -57,9 +57,10 @@ pub(super) struct BenchCellsArgs {
     #[arg(long, default_value_t = 200)]
     iterations: usize,
     /// Print {"machine": {…, cpu_loop_us: [per CPU]}, "warm": {p50_ms, p99_ms, …, phases: {…,
-    /// host_cpus}}, "warm_after_idle", "inprocess" (on the CPU warm cells ran from:
-    /// "inprocess_cpu"; every CPU's p50 in "inprocess_p50_by_cpu_ms"), "cold", "node",
-    /// "ratio_node_over_warm", "ratio_warm_over_inprocess", …}.
+    /// host_cpus}}, "warm_after_idle", "inprocess" (each floor cell right after a warm cell, on
+    /// the CPU it was submitted from: mostly "inprocess_cpu"; p50 per CPU in
+    /// "inprocess_p50_by_cpu_ms"), "cold", "node", "ratio_node_over_warm",
+    /// "ratio_warm_over_inprocess", …}.
     #[arg(long)]
     json: bool,
     /// Nice steps the sandbox runs below this process (`SupervisorConfig::worker_nice`, 0–19),
@@ -286,7 +287,7 @@ pub(super) fn bench_cells(args: BenchCellsArgs) -> Result<ExitCode> {
         }
         writeln!(
             out,
-            "{:>17}in-process p50 per CPU [{}] ms (floor on CPU {}); fixed loop per CPU {:?} µs → {:?} µs",
+            "{:>17}in-process p50 per CPU [{}] ms (mostly on CPU {}); fixed loop per CPU {:?} µs → {:?} µs",
             "",
             report
                 .inprocess_p50_by_cpu_ms

@@ -1,6 +1,7 @@
 //! The code-cell benchmark behind `benches/cells.rs` and `toolsearch bench cells --json`: warm pool,
-//! warm after idle, the in-process floor, cold fork, and the reference architecture (a Node.js
-//! child per cell) in the same run, with where each series' time goes and the machine's state.
+//! warm after idle, the in-process floor (those three interleaved cell by cell), cold fork, and
+//! the reference architecture (a Node.js child per cell) in the same run, with where each
+//! series' time goes and the machine's state.
 //!
 //! Owns: [`run_cells_bench`], [`BenchReport`], the benchmark cell ([`BENCH_CELL`]), the
 //! reference runner ([`run_node_cell`], script `js/node_cell.js`) and [`FixtureBridge`].
@@ -329,18 +330,20 @@ pub struct BenchReport {
     pub warm: Series,
     /// Like `warm`, but the machine has been idle for [`IDLE_BEFORE_CELL`] when the cell is
     /// submitted, as between an agent's turns. On a VM the idle virtual CPUs lose their caches
-    /// (the hypervisor runs other work on them), so the same cell costs more.
+    /// (the hypervisor runs other work on them), so the same cell costs more. Interleaved with
+    /// `warm` and `inprocess`, cell by cell (see [`run_cells_bench_with`]).
     pub warm_after_idle: Series,
     /// The floor: the same cell in a fresh QuickJS runtime and context inside this process, with
     /// the same prelude and bridge, the isolate built before the clock starts (as a pool worker's
-    /// is), on the CPU most warm cells were submitted from (see `inprocess_cpu`). Not sandboxed;
-    /// a measurement only.
+    /// is). Each floor cell runs right after a warm cell, on a thread pinned to the CPU that warm
+    /// cell was submitted from, so that `ratio_warm_over_inprocess` compares the process boundary
+    /// on the same CPU at the same moment, not two CPUs of unequal speed or two moods of the
+    /// machine. Not sandboxed; a measurement only.
     pub inprocess: Series,
-    /// The CPU `inprocess` ran on (pinned): the one most `warm` cells were submitted from, so
-    /// that `ratio_warm_over_inprocess` compares the process boundary on one CPU, not two CPUs of
-    /// unequal speed (`None`: unknown or not pinnable; the floor then ran wherever it was put).
+    /// The CPU most `inprocess` cells ran on (pinned; `None`: unknown or not pinnable, the floor
+    /// then ran wherever it was put).
     pub inprocess_cpu: Option<usize>,
-    /// The floor's p50 on every CPU (index = CPU, ms; 0 for a CPU it could not run on).
+    /// The floor's p50 on every CPU (index = CPU, ms; 0 for a CPU no floor cell ran on).
     pub inprocess_p50_by_cpu_ms: Vec<f64>,
     /// The zygote forks on demand (pool size 0).
     pub cold: Series,
@@ -427,8 +430,8 @@ pub async fn run_cells_bench(
     run_cells_bench_with(worker_binary, bridge, cell, &options).await
 }
 
-/// Runs warm, warm-after-idle, in-process, cold and node cells with `bridge`, in that order, and
-/// reports percentiles, phase medians and the machine's state. Fails if `node` is missing or any
+/// Runs warm, in-process and warm-after-idle cells with `bridge`, interleaved cell by cell, then
+/// cold and node cells, and reports percentiles, phase medians and the machine's state. Fails if `node` is missing or any
 /// iteration returns a different value. `cell` also runs outside the sandbox (the `inprocess`
 /// series): pass the benchmark's own code, never a model's.
 ///
@@ -469,72 +472,80 @@ async fn measure(
         config
     };
 
-    // Warm: a ready worker exists when each cell is submitted.
+    // Warm, the floor and warm after idle, interleaved cell by cell: this VM's speed drifts by
+    // up to 1.7× within minutes (the floor alone, measured as a series of its own, moved between
+    // 0.18 and 0.33 ms from one run to the next and between the two CPUs), so three series
+    // measured one after the other compared the machine's moods, not the process boundary. Each
+    // iteration runs one warm cell (a ready worker exists when it is submitted), then the same
+    // cell in-process on a thread pinned to the CPU that warm cell was submitted from, then one
+    // warm cell after the machine idled for `IDLE_BEFORE_CELL`.
     let warm = Supervisor::start(config()).await?;
+    let mut floors = FloorThreads::new(bridge.clone(), cell);
     let mut expected: Option<Value> = None;
-    let mut samples = Vec::with_capacity(iterations);
-    let mut phases = Vec::with_capacity(iterations);
-    for _ in 0..iterations + 1 {
+    let (mut warm_ms, mut warm_phases) = (Vec::new(), Vec::new());
+    let (mut floor_ms, mut floor_phases, mut floor_cpus) = (Vec::new(), Vec::new(), Vec::new());
+    let (mut idle_ms, mut idle_phases) = (Vec::new(), Vec::new());
+    for i in 0..iterations + 1 {
         warm.wait_pool_full(Duration::from_secs(10)).await;
         let (dt, value, cell_phases) = warm_cell(&warm, &bridge, cell, true).await?;
+        let cpu = cell_phases
+            .as_ref()
+            .and_then(|p| p.host_cpu)
+            .map(|c| c as usize);
         match &expected {
-            None => expected = Some(value), // the first iteration only fixes the expected value
+            // The first iteration only fixes the expected value (and warms every piece up).
+            None => expected = Some(value),
             Some(e) if *e == value => {
-                samples.push(dt);
-                phases.extend(cell_phases);
+                warm_ms.push(dt);
+                warm_phases.extend(cell_phases);
             }
             Some(e) => return Err(mismatch("warm", format!("expected {e}, got {value}"))),
         }
-    }
-    report.warm = Series::traced(samples, &phases);
-    let expected = expected.unwrap_or_default();
-
-    // Warm after idle: the same pool, the machine idle before each cell.
-    let mut samples = Vec::with_capacity(iterations);
-    let mut phases = Vec::with_capacity(iterations);
-    for _ in 0..iterations {
+        let Some(expected) = &expected else {
+            return Err(mismatch("warm", "no value".into()));
+        };
+        let (dt, value, cell_phases, ran_on) = floors.run(cpu, expected).await?;
+        same_value("inprocess", expected, &value)?;
+        if i > 0 {
+            floor_ms.push(dt);
+            floor_phases.push(cell_phases);
+            floor_cpus.push(ran_on);
+        }
         warm.wait_pool_full(Duration::from_secs(10)).await;
         tokio::time::sleep(IDLE_BEFORE_CELL).await;
         let (dt, value, cell_phases) = warm_cell(&warm, &bridge, cell, true).await?;
-        same_value("warm_after_idle", &expected, &value)?;
-        samples.push(dt);
-        phases.extend(cell_phases);
+        same_value("warm_after_idle", expected, &value)?;
+        if i > 0 {
+            idle_ms.push(dt);
+            idle_phases.extend(cell_phases);
+        }
     }
-    report.warm_after_idle = Series::traced(samples, &phases);
+    floors.stop();
+    report.warm = Series::traced(warm_ms, &warm_phases);
+    report.warm_after_idle = Series::traced(idle_ms, &idle_phases);
+    let expected = expected.unwrap_or_default();
     warm.wait_pool_full(Duration::from_secs(10)).await;
     if let Some(pid) = warm.ready_worker_pids().first() {
         report.ready_worker_rss_kib = proc_kib(&format!("/proc/{pid}/status"), "VmRSS:");
         report.ready_worker_pss_kib = proc_kib(&format!("/proc/{pid}/smaps_rollup"), "Pss:");
     }
     warm.shutdown().await;
-
-    // In-process: the floor the process boundary is measured against, on every CPU; the one on
-    // the CPU the warm cells ran from is the floor.
-    let warm_cpu = report
-        .warm
-        .phases
-        .as_ref()
-        .and_then(|p| (0..p.host_cpus.len()).max_by_key(|&cpu| p.host_cpus[cpu]));
-    let cpus = allowed_cpus();
-    let mut by_cpu = vec![0.0; cpus.last().map_or(0, |&c| c + 1)];
-    let mut floor = None;
-    for &cpu in &cpus {
-        let series = inprocess_series(&bridge, cell, iterations, &expected, Some(cpu)).await?;
-        by_cpu[cpu] = series.p50_ms;
-        if Some(cpu) == warm_cpu && series.samples > 0 {
-            floor = Some(series);
+    // The floor's CPU: the one most of its cells ran on; its p50 on every CPU it ran on.
+    let mut by_cpu: Vec<Vec<f64>> = Vec::new();
+    for (&cpu, &dt) in floor_cpus.iter().zip(&floor_ms) {
+        if let Some(cpu) = cpu {
+            if by_cpu.len() <= cpu {
+                by_cpu.resize(cpu + 1, Vec::new());
+            }
+            by_cpu[cpu].push(dt);
         }
     }
-    report.inprocess_p50_by_cpu_ms = by_cpu;
-    match floor {
-        Some(series) => {
-            report.inprocess = series;
-            report.inprocess_cpu = warm_cpu;
-        }
-        None => {
-            report.inprocess = inprocess_series(&bridge, cell, iterations, &expected, None).await?
-        }
-    }
+    report.inprocess_cpu = (0..by_cpu.len()).max_by_key(|&cpu| by_cpu[cpu].len());
+    report.inprocess_p50_by_cpu_ms = by_cpu
+        .into_iter()
+        .map(|samples| Series::from_samples(samples).p50_ms)
+        .collect();
+    report.inprocess = Series::traced(floor_ms, &floor_phases);
 
     // Cold: the zygote forks on demand.
     let mut cold_config = config();
@@ -569,47 +580,100 @@ async fn measure(
     Ok(report)
 }
 
-/// The in-process series, on a blocking thread (the QuickJS context is not `Send`; the bridge's
+/// The in-process floor's threads: one per CPU it was asked to run on, pinned there (started on
+/// first use), each with its own [`Floor`] (a QuickJS context is not `Send`; the bridge's
 /// futures run through this runtime's handle).
-async fn inprocess_series(
-    bridge: &Arc<dyn Bridge>,
-    cell: &str,
-    iterations: usize,
-    expected: &Value,
-    cpu: Option<usize>,
-) -> Result<Series, SandboxError> {
-    let floor = Floor::new(bridge.clone(), tokio::runtime::Handle::current());
-    let (cell, expected) = (cell.to_owned(), expected.clone());
-    let run = tokio::task::spawn_blocking(move || -> Result<Series, SandboxError> {
-        let series = || -> Result<Series, SandboxError> {
-            let mut samples = Vec::with_capacity(iterations);
-            let mut phases = Vec::with_capacity(iterations);
-            // One untimed cell first, as the warm series' first iteration.
-            floor
-                .run_cell(&cell)
-                .map_err(|e| mismatch("inprocess", e))?;
-            for _ in 0..iterations {
-                let (dt, value, cell_phases) = floor
-                    .run_cell(&cell)
-                    .map_err(|e| mismatch("inprocess", e))?;
-                same_value("inprocess", &expected, &value)?;
-                samples.push(ms(dt));
-                phases.push(cell_phases);
-            }
-            Ok(Series::traced(samples, &phases))
-        };
-        match cpu {
-            // A CPU this thread cannot be pinned to gives no samples.
-            Some(cpu) => on_cpu(cpu, series).unwrap_or_else(|| Ok(Series::default())),
-            None => series(),
+struct FloorThreads {
+    bridge: Arc<dyn Bridge>,
+    cell: String,
+    handle: tokio::runtime::Handle,
+    /// By CPU (`None` in the last slot: the unpinned thread used when the CPU is unknown).
+    threads: Vec<(Option<usize>, FloorThread)>,
+}
+
+type FloorAnswer = Result<(f64, Value, CellPhases), String>;
+
+struct FloorThread {
+    jobs: std::sync::mpsc::Sender<tokio::sync::oneshot::Sender<FloorAnswer>>,
+    join: std::thread::JoinHandle<()>,
+    /// Where the thread runs: its CPU when pinning worked.
+    pinned: Option<usize>,
+}
+
+impl FloorThreads {
+    fn new(bridge: Arc<dyn Bridge>, cell: &str) -> FloorThreads {
+        FloorThreads {
+            bridge,
+            cell: cell.to_owned(),
+            handle: tokio::runtime::Handle::current(),
+            threads: Vec::new(),
         }
-    });
-    match run.await {
-        Ok(series) => series,
-        Err(e) => Err(mismatch(
-            "inprocess",
-            format!("the series' thread failed: {e}"),
-        )),
+    }
+
+    /// Runs one floor cell on `cpu` (anywhere when `None` or not pinnable) and returns its time
+    /// (ms), value, phases and the CPU it was pinned to. A thread's first use also runs one
+    /// untimed cell, as the warm series' first iteration, checked against `expected`.
+    async fn run(
+        &mut self,
+        cpu: Option<usize>,
+        expected: &Value,
+    ) -> Result<(f64, Value, CellPhases, Option<usize>), SandboxError> {
+        let slot = match self.threads.iter().position(|(c, _)| *c == cpu) {
+            Some(i) => i,
+            None => {
+                let thread = self.spawn(cpu)?;
+                self.threads.push((cpu, thread));
+                let i = self.threads.len() - 1;
+                let (_, value, _) = self.ask(i).await?;
+                same_value("inprocess", expected, &value)?;
+                i
+            }
+        };
+        let (dt, value, phases) = self.ask(slot).await?;
+        Ok((dt, value, phases, self.threads[slot].1.pinned))
+    }
+
+    async fn ask(&self, slot: usize) -> Result<(f64, Value, CellPhases), SandboxError> {
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        let gone = || mismatch("inprocess", "the floor's thread is gone".into());
+        self.threads[slot].1.jobs.send(tx).map_err(|_| gone())?;
+        rx.await
+            .map_err(|_| gone())?
+            .map_err(|e| mismatch("inprocess", e))
+    }
+
+    fn spawn(&self, cpu: Option<usize>) -> Result<FloorThread, SandboxError> {
+        let (jobs, queue) = std::sync::mpsc::channel::<tokio::sync::oneshot::Sender<FloorAnswer>>();
+        let floor = Floor::new(self.bridge.clone(), self.handle.clone());
+        let cell = self.cell.clone();
+        // Pinned before the thread starts its loop, so every cell it runs is on `cpu`.
+        let (pinned_tx, pinned_rx) = std::sync::mpsc::channel();
+        let join = std::thread::Builder::new()
+            .name("bench-floor".into())
+            .spawn(move || {
+                let pinned = cpu.filter(|&cpu| {
+                    let mut one = CpuSet::new();
+                    one.set(cpu).is_ok() && sched_setaffinity(Pid::from_raw(0), &one).is_ok()
+                });
+                let _ = pinned_tx.send(pinned);
+                while let Ok(reply) = queue.recv() {
+                    let answer = floor
+                        .run_cell(&cell)
+                        .map(|(dt, value, phases)| (ms(dt), value, phases));
+                    let _ = reply.send(answer);
+                }
+            })
+            .map_err(|e| SandboxError::io("starting the floor's thread", e))?;
+        let pinned = pinned_rx.recv().unwrap_or(None);
+        Ok(FloorThread { jobs, join, pinned })
+    }
+
+    /// Ends every thread (their queues close) and waits for them.
+    fn stop(self) {
+        for (_, thread) in self.threads {
+            drop(thread.jobs);
+            let _ = thread.join.join();
+        }
     }
 }
 

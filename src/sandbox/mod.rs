@@ -77,14 +77,16 @@
 //! refill that follows a cell (fork, hardening, rehearsal: ≈ 1 ms of CPU) does not preempt the
 //! caller that is reading the cell's result.
 //!
-//! On a 2 × Intel Xeon (Sapphire Rapids) VM, same kernel and boot parameter, 5 consecutive runs
-//! idle but for the bench (load average 0.97–1.06 at the start): warm 0.34–0.43 ms p50 (p99
-//! 0.61–0.92), after 5 ms of idle 0.51–0.69, floor 0.18–0.27 (warm 1.52–2.29× the floor), cold
-//! 1.61–2.07, node 31–36 ms (75–93× warm); per warm cell submit → running ≈ 37 µs, per bridge call
-//! two socket trips ≈ 32 µs, `Done` → caller ≈ 32 µs. The floor itself is bimodal (0.18 or
-//! 0.27–0.32 ms, on either CPU, pinned, in runs minutes apart, with equal per-CPU integer loops):
-//! the VM's memory-bound speed varies with what else runs on the host, so the bench now also
-//! reports each CPU's floor and a fixed loop per CPU at start and end (`cpu_loop_us`).
+//! On a 2 × Intel Xeon (Sapphire Rapids) VM, same kernel and boot parameter, after the fourth
+//! pass below (timer slack on the window's sleep; warm, floor and after-idle cells interleaved),
+//! two series of 5 consecutive runs (load average 0.12–0.68 at the start, then 0.75–1.08 while
+//! the VM ran slower): warm 0.33–0.50 ms p50 (p99 1.4–2.5× p50), after 5 ms of idle 1.25–1.47×
+//! warm, the interleaved floor 0.25–0.38 ms (warm 1.21–1.34× the floor), cold 1.46–2.04 ms
+//! (3.7–5.0× warm), node 31–41 ms (69–103× warm); per warm cell submit → running 22–29 µs, per
+//! bridge call two socket trips 15–21 µs, `Done` → caller 21–30 µs. The floor moves with the
+//! VM's speed (0.18 ms back-to-back on a quiet day, 0.25–0.38 interleaved), hence the
+//! interleaving; the bench also reports each CPU's floor and a fixed loop per CPU at start and
+//! end (`cpu_loop_us`).
 //!
 //! ### What one crossing costs, and what was tried (issue 14, second pass, Intel VM)
 //! C probes (two processes, a `socketpair`, one byte each way): pinned to the same CPU 9.5–10.5 µs
@@ -131,6 +133,37 @@
 //! CPU, not the cost. On this VM every cell start pays either a context switch per crossing on a
 //! shared CPU or one wake-up of a halted virtual CPU; making warm cells cheaper that way makes
 //! the after-idle ratio worse, and the two acceptance ratios of issue 14 pull apart.
+//!
+//! ### Fourth pass: the timer behind every short sleep (Intel VM, issue 14)
+//! Found with the kernel's trace events (`sched_switch`, `hrtimer_start`/`hrtimer_cancel`, raw
+//! syscalls) on one warm cell: every time the supervisor's task slept on the worker's socket,
+//! 11–13 µs passed between entering `ppoll` and the switch to the worker, and 13–15 µs between
+//! the switch back and `ppoll` returning — against 1–2 µs for the worker's own sleeps. The
+//! window's timeout (≤ 250 µs) is earlier than the next scheduler tick, so arming it reprograms
+//! the CPU's timer and cancelling it on the worker's write reprograms it again; on this VM each
+//! reprogramming is a trap to the hypervisor. A C probe (two processes on one CPU, one byte each
+//! way through a `socketpair`, the waiting side in `ppoll`): no timeout 4.7 µs per round trip,
+//! a 200 µs timeout 25 µs (peer at nice +10; bimodal 5 / 25, the slow mode whenever the timeout is
+//! the CPU's earliest timer), a 4 ms timeout 5.0 µs, a 200 µs timeout with a 4 ms timer slack
+//! (`PR_SET_TIMERSLACK`) 5.0 µs. This is also why the worker's priority seemed to triple a
+//! crossing in the second pass. Kept: the window's `ppoll` runs with a 4 ms timer slack (one tick
+//! at `HZ=250`; restored right after, so the runtime's own timers stay precise). Its timeout then
+//! rides on the next tick: a window may last up to one tick longer when the worker stays silent,
+//! the worker's write still wakes the task at once. Three interleaved A/B pairs (load 1.4–1.6):
+//! socket trips 14.9–16.6 µs per bridge call instead of 32–42, submit → running 22–23 µs instead
+//! of 37–49, `Done` → caller 21–25 µs instead of 32–42, warm p50 0.33–0.38 ms instead of
+//! 0.41–0.58.
+//!
+//! Kept in the bench: warm, in-process and warm-after-idle cells interleaved cell by cell, the
+//! floor cell on a thread pinned to the CPU the preceding warm cell was submitted from. As
+//! separate series the three compared moments minutes apart on a VM whose speed drifts: in six
+//! runs of the series bench with the timer fix the floor was 0.18–0.35 ms and warm/floor
+//! 1.03–2.37. Interleaved, a floor cell sees the same cache and hypervisor state as the warm
+//! cells around it (0.25–0.38 ms in 16 runs, against ≈ 0.18 ms for 200 back-to-back floor cells
+//! on a quiet VM, whose working set never leaves the CPU's caches), and warm/floor held at
+//! 1.21–1.34. Tried and dropped: cold cells interleaved too (warm cells then found their worker
+//! on the other CPU in 34–43 % of cells instead of 87–94 %, submit → running 45–58 µs, node/warm
+//! down to 66–75).
 //!
 //! ## Why warm cells were 4× slower than documented (issue 14)
 //! Both sides used to busy-poll after every frame they sent (the supervisor's task 250 µs, the

@@ -413,8 +413,9 @@ pub enum PollWhen {
     Never,
     /// Poll only while the peer's last frame came from another CPU. Otherwise a worker sleeps in
     /// `poll(2)`, and the supervisor's task (of a cell alone in flight) sleeps on the worker's
-    /// socket in `ppoll(2)` for up to its window before falling back to the reactor: that hands
-    /// the CPU straight to a worker on the same CPU, and the worker's write wakes it without the
+    /// socket in `ppoll(2)` for up to its window (its timeout rides on the next scheduler tick,
+    /// see `cell::readable_within`) before falling back to the reactor: that hands the CPU
+    /// straight to a worker on the same CPU, and the worker's write wakes it without the
     /// runtime's park and unpark. The default.
     #[default]
     PeerOnOtherCpu,
