@@ -231,14 +231,20 @@ fn allowed_cpus() -> Vec<usize> {
         .collect()
 }
 
+/// Pins the calling thread to `cpu` alone (`false` when it cannot run there).
+fn pin_to(cpu: usize) -> bool {
+    let mut one = CpuSet::new();
+    one.set(cpu).is_ok() && sched_setaffinity(Pid::from_raw(0), &one).is_ok()
+}
+
 /// Runs `f` on the calling thread pinned to `cpu`, then restores the thread's mask. `None` when
 /// the thread cannot be pinned there.
 fn on_cpu<T>(cpu: usize, f: impl FnOnce() -> T) -> Option<T> {
     let this = Pid::from_raw(0);
     let saved = sched_getaffinity(this).ok()?;
-    let mut one = CpuSet::new();
-    one.set(cpu).ok()?;
-    sched_setaffinity(this, &one).ok()?;
+    if !pin_to(cpu) {
+        return None;
+    }
     let out = f();
     let _ = sched_setaffinity(this, &saved);
     Some(out)
@@ -651,10 +657,7 @@ impl FloorThreads {
         let join = std::thread::Builder::new()
             .name("bench-floor".into())
             .spawn(move || {
-                let pinned = cpu.filter(|&cpu| {
-                    let mut one = CpuSet::new();
-                    one.set(cpu).is_ok() && sched_setaffinity(Pid::from_raw(0), &one).is_ok()
-                });
+                let pinned = cpu.filter(|&cpu| pin_to(cpu));
                 let _ = pinned_tx.send(pinned);
                 while let Ok(reply) = queue.recv() {
                     let answer = floor
