@@ -296,7 +296,7 @@ pub const ALLOWED_SYSCALLS: &[(&str, &str)] = &[
     ),
     (
         "gettimeofday",
-        "Date.now and Math.random's seed (QuickJS calls gettimeofday) when the vDSO falls back to the syscall",
+        "Date.now (QuickJS calls gettimeofday) when the vDSO falls back to the syscall",
     ),
     ("getrandom", "hash-map seeds in Rust's std"),
     (

@@ -7,7 +7,8 @@
 //! Invariants, in order: signal mask reset → `PR_SET_PDEATHSIG` (+ parent check) → only fds 0–3
 //! → rlimits → (root) bounding set, groups, gid/uid 65534, RLIMIT_NPROC 0, `PR_SET_PDEATHSIG`
 //! again (a credential change clears it) → capabilities empty → no-new-privs, non-dumpable →
-//! QuickJS runtime, context, prelude → rehearsal (our own cell, channel offline) → seccomp
+//! QuickJS runtime, context, prelude (the zygote's template, or built here) → limits, socket and
+//! `Math.random` seed of this worker → rehearsal (our own cell, channel offline) → seccomp
 //! allow-list → `Ready`.
 
 use std::fs::File;
@@ -18,7 +19,7 @@ use std::time::{Duration, Instant};
 use seccompiler::BpfProgram;
 
 use super::harden;
-use super::isolate::{Isolate, Served};
+use super::isolate::{Isolate, Served, Template};
 use super::protocol::{
     self, HostFrame, PollWhen, SetupStage, Spin, Split, WorkerConfig, WorkerFrame,
 };
@@ -34,7 +35,8 @@ pub(crate) enum ChannelError {
 
 /// The worker's end of its IPC socket: blocking, with a deadline on receive.
 pub(crate) struct Channel {
-    file: File,
+    /// `None` while detached (the zygote's template isolate, before a fork attaches the socket).
+    file: Option<File>,
     buf: Vec<u8>,
     start: usize,
     scratch: Box<[u8]>,
@@ -56,13 +58,21 @@ impl Channel {
     /// # Safety
     /// `fd` must be an open socket that nothing else owns.
     pub(crate) unsafe fn from_fd(fd: RawFd, frame_cap: usize) -> Channel {
+        let mut chan = Channel::detached();
+        // SAFETY: guaranteed by the caller.
+        unsafe { chan.attach(fd, frame_cap) };
+        chan
+    }
+
+    /// A channel without a socket: sends fail and receives see the socket closed until
+    /// [`Channel::attach`] (only the offline rehearsal can use it).
+    pub(crate) fn detached() -> Channel {
         Channel {
-            // SAFETY: guaranteed by the caller.
-            file: unsafe { File::from_raw_fd(fd) },
+            file: None,
             buf: Vec::new(),
             start: 0,
             scratch: vec![0u8; 64 * 1024].into_boxed_slice(),
-            frame_cap,
+            frame_cap: 0,
             offline: false,
             spin: Spin {
                 when: PollWhen::Always,
@@ -72,6 +82,17 @@ impl Channel {
             peer_cpu: None,
             running: false,
         }
+    }
+
+    /// Gives the channel its socket and the frame cap (in a forked worker whose isolate came
+    /// from the zygote's template).
+    ///
+    /// # Safety
+    /// `fd` must be an open socket that nothing else owns.
+    pub(crate) unsafe fn attach(&mut self, fd: RawFd, frame_cap: usize) {
+        // SAFETY: guaranteed by the caller.
+        self.file = Some(unsafe { File::from_raw_fd(fd) });
+        self.frame_cap = frame_cap;
     }
 
     /// Sets how the channel polls before sleeping: `spin` while a cell runs, `ready_spin_us` for
@@ -91,7 +112,10 @@ impl Channel {
         if self.offline {
             return Ok(());
         }
-        self.file.write_all(bytes)
+        match &mut self.file {
+            Some(file) => file.write_all(bytes),
+            None => Err(io::ErrorKind::NotConnected.into()),
+        }
     }
 
     /// Receives one frame; `Ok(None)` when `deadline` passed first.
@@ -106,8 +130,11 @@ impl Channel {
             if self.offline || !self.wait_readable(deadline)? {
                 return Ok(None);
             }
+            let Some(file) = &mut self.file else {
+                return Err(ChannelError::Io);
+            };
             let n = loop {
-                match self.file.read(&mut self.scratch) {
+                match file.read(&mut self.scratch) {
                     Ok(n) => break n,
                     Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
                     Err(_) => return Err(ChannelError::Io),
@@ -173,6 +200,9 @@ impl Channel {
     /// short, bounded time with zero-timeout polls (see [`Channel::set_spin`]), then blocks.
     fn wait_readable(&self, deadline: Option<Instant>) -> Result<bool, ChannelError> {
         use std::os::fd::AsRawFd;
+        let Some(file) = &self.file else {
+            return Err(ChannelError::Io);
+        };
         let window = if self.running {
             self.spin.window(self.peer_cpu)
         } else {
@@ -181,7 +211,7 @@ impl Channel {
         let spin_until = Instant::now() + window;
         loop {
             let mut pfd = libc::pollfd {
-                fd: self.file.as_raw_fd(),
+                fd: file.as_raw_fd(),
                 events: libc::POLLIN,
                 revents: 0,
             };
@@ -209,7 +239,7 @@ impl Channel {
                 }
             };
             let mut pfd = libc::pollfd {
-                fd: self.file.as_raw_fd(),
+                fd: file.as_raw_fd(),
                 events: libc::POLLIN,
                 revents: 0,
             };
@@ -234,10 +264,14 @@ pub(crate) fn worker_main(
     config: &WorkerConfig,
     filter: Option<&BpfProgram>,
     prelude: Option<&[u8]>,
+    template: Option<&Template>,
     ipc: RawFd,
     zygote: libc::pid_t,
 ) -> ! {
-    let code = match std::panic::catch_unwind(|| run(config, filter, prelude, ipc, zygote)) {
+    // Unwind safety: after a panic the process only exits, nothing observes the template again.
+    let setup =
+        std::panic::AssertUnwindSafe(|| run(config, filter, prelude, template, ipc, zygote));
+    let code = match std::panic::catch_unwind(setup) {
         Ok(Ok(())) => 0,
         Ok(Err(stage)) => {
             // Before seccomp this reaches the zygote's stderr pipe; after it, fd 2 is allowed.
@@ -254,6 +288,7 @@ fn run(
     config: &WorkerConfig,
     filter: Option<&BpfProgram>,
     prelude: Option<&[u8]>,
+    template: Option<&Template>,
     ipc: RawFd,
     zygote: libc::pid_t,
 ) -> Result<(), SetupStage> {
@@ -274,12 +309,7 @@ fn run(
     // SAFETY: getpid has no failure mode.
     let pid = unsafe { libc::getpid() };
     let filter = filter.ok_or(SetupStage::Seccomp)?;
-    let isolate = Isolate::new(config.memory_limit, harden::stack_budget(config.max_stack))
-        .map_err(|_| SetupStage::Isolate)?;
-    // SAFETY: isolate_fds moved the socket to IPC_FD; nothing else owns it.
-    let mut chan = unsafe { Channel::from_fd(harden::IPC_FD, config.frame_bytes) };
-    chan.set_spin(config.spin, config.ready_spin_us);
-    let served = isolate.serve(chan, config, prelude, |chan| {
+    let ready = |chan: &mut Channel| {
         harden::install_filter(filter).map_err(|_| SetupStage::Seccomp)?;
         let mut frame = Vec::with_capacity(32);
         protocol::encode(
@@ -291,9 +321,23 @@ fn run(
         )
         .map_err(|_| SetupStage::Handshake)?;
         chan.send(&frame).map_err(|_| SetupStage::Handshake)
-    })?;
-    // The process ends right after this; freeing the heap would only cost time.
-    std::mem::forget(isolate);
+    };
+    let stack = harden::stack_budget(config.max_stack);
+    let served = match template {
+        // The zygote's isolate, copied on write by the fork.
+        Some(template) => template.serve(harden::IPC_FD, config, stack, ready)?,
+        None => {
+            let isolate =
+                Isolate::new(config.memory_limit, stack).map_err(|_| SetupStage::Isolate)?;
+            // SAFETY: isolate_fds moved the socket to IPC_FD; nothing else owns it.
+            let mut chan = unsafe { Channel::from_fd(harden::IPC_FD, config.frame_bytes) };
+            chan.set_spin(config.spin, config.ready_spin_us);
+            let served = isolate.serve(chan, config, prelude, ready)?;
+            // The process ends right after this; freeing the heap would only cost time.
+            std::mem::forget(isolate);
+            served
+        }
+    };
     match served {
         Served::Done => Ok(()),
         Served::FilterInactive => Err(SetupStage::Seccomp),

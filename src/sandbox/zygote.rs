@@ -3,7 +3,8 @@
 //!
 //! Owns: the zygote's event loop (control socket + signalfd for `SIGCHLD`), forking, reaping and
 //! reporting exits, and what every worker inherits: the compiled seccomp filter, the prelude's
-//! bytecode and glibc's loaded time zone.
+//! bytecode, the template isolate with the prelude loaded ([`isolate::Template`]) and glibc's
+//! loaded time zone.
 //! Never does: start a thread (fork must stay safe), run guest code, keep a worker's socket after
 //! handing it over, exit without killing and reaping its workers.
 //! Invariants: started with an empty environment by the supervisor's dedicated thread; dies with
@@ -38,6 +39,7 @@ struct Zygote {
     ctl: OwnedFd,
     filter: Option<seccompiler::BpfProgram>,
     prelude: Option<Vec<u8>>,
+    template: Option<isolate::Template>,
     signals: OwnedFd,
     children: BTreeSet<libc::pid_t>,
     pid: libc::pid_t,
@@ -75,10 +77,19 @@ fn run() -> io::Result<()> {
     let filter = harden::build_filter().ok();
     // Compiled once here; every worker loads the bytecode instead of parsing the source.
     let prelude = isolate::compile_prelude();
+    // Built once here; every worker serves from its copy-on-write copy (a failure leaves each
+    // worker to build its own).
+    let limits = super::limits::Limits::default().clamped();
+    let template = isolate::Template::build(
+        limits.memory_limit_bytes,
+        harden::stack_budget(limits.max_stack_bytes),
+        prelude.as_deref(),
+    );
     let mut z = Zygote {
         ctl,
         filter,
         prelude,
+        template,
         signals,
         children: BTreeSet::new(),
         pid,
@@ -228,6 +239,7 @@ impl Zygote {
                 config,
                 self.filter.as_ref(),
                 self.prelude.as_deref(),
+                self.template.as_ref(),
                 child_end.as_raw_fd(),
                 self.pid,
             );

@@ -369,3 +369,41 @@ async fn dropping_a_running_cell_kills_its_worker() {
     }
     h.finish().await;
 }
+
+/// Every worker serves from the zygote's template isolate, built once with the default limits;
+/// the heap and stack limits that bind a cell are still its supervisor's, whether the worker
+/// waited in the pool or was forked for the cell.
+#[tokio::test]
+async fn heap_and_stack_limits_are_the_requests_not_the_templates() {
+    let grow = "const a = []; for (let i = 0; i < 24; i++) a.push('x'.repeat(1 << 20) + i); \
+                return a.length;";
+    let depth = "let n = 0; function f() { n++; f(); } try { f(); } catch (e) { \
+                 if (!(e instanceof RangeError)) throw e; } return n;";
+    for pool in [0, 2] {
+        let mut depths = Vec::new();
+        for (memory, stack) in [(16 << 20, 128 << 10), (128 << 20, 4 << 20)] {
+            let limits = Limits {
+                memory_limit_bytes: memory,
+                max_stack_bytes: stack,
+                ..Limits::default()
+            };
+            let h = Harness::with(pool, limits).await;
+            let r = h.run(grow).await;
+            if memory < 64 << 20 {
+                assert_eq!(r.outcome, Outcome::Memory, "pool {pool}: {r:#?}");
+            } else {
+                assert_eq!(r.outcome, Outcome::Ok, "pool {pool}: {r:#?}");
+                assert_eq!(r.value, Some(json!(24)));
+            }
+            let r = h.run(depth).await;
+            assert_eq!(r.outcome, Outcome::Ok, "pool {pool}: {r:#?}");
+            depths.push(r.value.and_then(|v| v.as_u64()).unwrap_or(0));
+            h.assert_still_works().await;
+            h.finish().await;
+        }
+        assert!(
+            depths[0] > 100 && depths[1] > 8 * depths[0],
+            "pool {pool}: recursion depth under 128 KiB and 4 MiB of stack: {depths:?}"
+        );
+    }
+}

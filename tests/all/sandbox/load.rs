@@ -92,3 +92,32 @@ async fn every_polling_policy_runs_the_same_cells() {
         }
     }
 }
+
+/// Workers share the zygote's template context, not its `Math.random` state: every cell, pooled
+/// or forked for it, draws its own sequence from the native function a guest expects.
+#[tokio::test]
+async fn every_worker_draws_its_own_random_sequence() {
+    let code = "const d = Object.getOwnPropertyDescriptor(Math, 'random');\n\
+                const xs = [Math.random(), Math.random(), Math.random()];\n\
+                return {xs, native: /\\[native code\\]/.test(String(Math.random)), \
+                enumerable: d.enumerable, writable: d.writable, length: Math.random.length, \
+                inRange: xs.every(x => x >= 0 && x < 1)};";
+    let mut seen = BTreeSet::new();
+    for pool in [0, 2] {
+        let mut config = toolsearch::SupervisorConfig::new(super::support::BIN);
+        config.pool_size = pool;
+        let h = Harness::with_config(config).await;
+        for _ in 0..4 {
+            let r = h.run(code).await;
+            assert_eq!(r.outcome, Outcome::Ok, "{r:#?}");
+            let v = r.value.unwrap_or_default();
+            assert_eq!(v["native"], true, "{v}");
+            assert_eq!(v["enumerable"], false, "{v}");
+            assert_eq!(v["writable"], true, "{v}");
+            assert_eq!(v["length"], 0, "{v}");
+            assert_eq!(v["inRange"], true, "{v}");
+            assert!(seen.insert(v["xs"].to_string()), "a repeated sequence: {v}");
+        }
+        h.finish().await;
+    }
+}
