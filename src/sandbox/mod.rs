@@ -70,7 +70,9 @@
 //! 45–58 µs (24–25), `Done` → caller 42–49 µs (2). The worker ran on the submitting CPU in
 //! 56–93 % of the cells. With both CPUs busy with other builds (load 4.7–6.0, 3 runs) nearly the
 //! same: warm 0.60–0.67 ms, floor 0.32–0.33, node 68–70. The zygote builds the seccomp filter
-//! and compiles the prelude to bytecode once; workers inherit both; pool workers then rehearse a
+//! and, since the fifth pass below, an isolate with the prelude loaded once; workers inherit both
+//! (before that pass each worker built its own isolate from bytecode the zygote compiled); pool
+//! workers then rehearse a
 //! cell (`js/rehearsal.js`) so its first-touch page faults happen before `Ready` (2 minor faults
 //! during a warm cell, read from `/proc`). The zygote and its workers run 10 nice steps below the
 //! host ([`SupervisorConfig::worker_nice`]): guest code cannot starve the host's threads, and the
@@ -86,7 +88,11 @@
 //! bridge call two socket trips 15–21 µs, `Done` → caller 21–30 µs. The floor moves with the
 //! VM's speed (0.18 ms back-to-back on a quiet day, 0.25–0.38 interleaved), hence the
 //! interleaving; the bench also reports each CPU's floor and a fixed loop per CPU at start and
-//! end (`cpu_loop_us`).
+//! end (`cpu_loop_us`). After the fifth pass (one isolate for every fork), 5 consecutive runs,
+//! each started at load average 0.82–0.89 with the VM in its slower phase: warm 0.48–0.51 ms p50
+//! (p99 1.39–2.19× p50), after idle 1.24–1.29× warm, floor 0.37–0.38 ms (warm 1.26–1.33× the
+//! floor), cold 1.77–1.80 ms (3.5–3.7× warm), node 42–43 ms (82–89× warm); a cold cell's
+//! submit → running 0.89–0.91 ms.
 //!
 //! ### What one crossing costs, and what was tried (issue 14, second pass, Intel VM)
 //! C probes (two processes, a `socketpair`, one byte each way): pinned to the same CPU 9.5–10.5 µs
@@ -164,6 +170,30 @@
 //! 1.21–1.34. Tried and dropped: cold cells interleaved too (warm cells then found their worker
 //! on the other CPU in 34–43 % of cells instead of 87–94 %, submit → running 45–58 µs, node/warm
 //! down to 66–75).
+//!
+//! ### Fifth pass: one isolate for every fork (Intel VM, issue 14)
+//! Trace of one cold cell before this pass: fork ≈ 0.2 ms, building the runtime and context and
+//! loading the prelude ≈ 0.7 ms (≈ 120 page faults), the seccomp filter ≈ 0.1 ms, `Ready` →
+//! `Run` ≈ 0.05 ms. Now the zygote builds one isolate with the prelude loaded
+//! (`isolate::Template`) before it forks anything, and each worker adopts its copy-on-write
+//! copy: the request's heap and stack limits, its socket and frame cap, fresh counters and
+//! budgets, and its own `Math.random` state (a native function seeded from `getrandom`, since a
+//! context seeds QuickJS's generator once, at creation). Six alternating A/B pairs of `bench
+//! cells --json` (load 1.3–1.8): cold p50 1.10–1.59 ms against 1.53–2.17, submit → running
+//! 559–815 µs against 1,091–1,582, cold 2.8–3.8× warm against 3.9–5.2×. But warm/floor rose to
+//! 1.36–1.42 from 1.30–1.34: a warm cell took 6–7 page faults instead of 3–4 (trace events, 20
+//! cells each), the extra ones copy-on-write copies of pages the zygote had written (QuickJS
+//! writes a reference count on every object it touches, and the kernel's `read` into the receive
+//! buffer). Kept with it: a pool worker copies its whole inherited heap (408 KiB here) before
+//! `Ready` with one `madvise(MADV_POPULATE_WRITE)`; a warm cell then takes 1 fault. Not for a
+//! worker forked for a waiting cell: the call took 240 µs (2.3 µs a page, no cheaper than the
+//! faults), more than the 50-odd pages such a cell writes. Three more A/B pairs with both:
+//! warm/floor 1.26–1.32 against 1.31–1.33, cold 1.50–1.60 ms against 1.98–2.16 (3.1–3.4× warm
+//! against 4.1–4.5×). What a cold cell still pays (trace of one): 72 µs from the fork to the
+//! child's first system call, 85 µs of hardening, 75 µs adopting the template (24 faults), 78 µs
+//! inside the `seccomp` call (the kernel checks and compiles the filter), and its first compile
+//! and bridge call take ≈ 0.2 ms longer than a warm cell's (first-touch faults of the text the
+//! rehearsal would have mapped).
 //!
 //! ## Why warm cells were 4× slower than documented (issue 14)
 //! Both sides used to busy-poll after every frame they sent (the supervisor's task 250 µs, the
