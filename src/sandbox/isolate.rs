@@ -6,9 +6,11 @@
 //! with the prelude loaded, which every forked worker adopts copy-on-write), the pre-`Ready`
 //! rehearsal (`js/rehearsal.js` against canned replies), and [`Isolate::serve`] /
 //! [`Template::serve`], which run exactly one request.
-//! Never does: anything before the worker is hardened; reach the filesystem or network (there is
-//! no binding for either); run a job after the deadline; copy a guest string that exceeds its cap;
-//! let the rehearsal leave state a guest can see (ids, counters, logs and budgets are reset).
+//! Never does: run anything but the prelude before the worker is hardened (the zygote's template
+//! loads only the prelude; the rehearsal and the cell run in the hardened worker); reach the
+//! filesystem or network (there is no binding for either); run a job after the deadline; copy a
+//! guest string that exceeds its cap; let the rehearsal leave state a guest can see (ids,
+//! counters, logs and budgets are reset).
 //! Invariants: the heap is bounded by `memory_limit` (allocations beyond it fail and set
 //! [`HeapBudget::refused`]; after that, by `memory_limit` + 1/8 for unwinding); the interrupt
 //! handler fires from `deadline - INTERRUPT_MARGIN` on; a started bridge call is answered before
