@@ -51,6 +51,9 @@
 //!   not been reported, which leaves a theoretical pid-reuse window.
 //! - Logs of a cell killed from outside (a timeout inside a builtin or while waiting on the bridge)
 //!   are lost; a timeout caught by the interrupt handler keeps them.
+//! - Address-space layout and QuickJS's hash seed are the same in every worker: each is a fork of
+//!   one zygote and adopts the isolate the zygote built (`Math.random` is reseeded per worker).
+//!   A cell learns nothing about another cell from them, only about the binary's own layout.
 //!
 //! ## Defaults (nothing is granted unless listed)
 //! No filesystem, network, environment, process, timers, modules, `eval`/`Function`, WebAssembly,
