@@ -91,10 +91,10 @@
 //! bridge call two socket trips 15–21 µs, `Done` → caller 21–30 µs. The floor moves with the
 //! VM's speed (0.18 ms back-to-back on a quiet day, 0.25–0.38 interleaved), hence the
 //! interleaving; the bench also reports each CPU's floor and a fixed loop per CPU at start and
-//! end (`cpu_loop_us`). After the fifth pass (one isolate for every fork), two series of 5
-//! consecutive runs, each run started at load average 0.23–0.89: warm 0.41–0.52 ms p50 (p99
-//! 1.39–2.19× p50), after idle 1.23–1.38× warm, floor 0.31–0.39 ms (warm 1.25–1.33× the floor),
-//! cold 1.34–1.97 ms (3.3–3.8× warm), node 39–50 ms (81–105× warm); a cold cell's submit →
+//! end (`cpu_loop_us`). After the fifth pass (one isolate for every fork), three series of 5
+//! consecutive runs, each run started at load average 0.23–0.89: warm 0.37–0.52 ms p50 (p99
+//! 1.35–2.19× p50), after idle 1.23–1.38× warm, floor 0.28–0.39 ms (warm 1.25–1.33× the floor),
+//! cold 1.34–1.97 ms (3.3–4.3× warm), node 34–50 ms (72–105× warm); a cold cell's submit →
 //! running 0.69–1.01 ms.
 //!
 //! ### What one crossing costs, and what was tried (issue 14, second pass, Intel VM)
