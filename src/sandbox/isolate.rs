@@ -882,7 +882,11 @@ fn own_inherited_heap() {
         unsafe {
             let end = libc::sbrk(0) as usize;
             let arena = libc::mallinfo2().arena;
-            let page = 4096;
+            // The system's page size (madvise wants an aligned start), 4 KiB if unknown.
+            let page = usize::try_from(libc::sysconf(libc::_SC_PAGESIZE))
+                .ok()
+                .filter(|p| p.is_power_of_two())
+                .unwrap_or(4096);
             if end != usize::MAX && arena > 0 && arena <= end {
                 let start = (end - arena) & !(page - 1);
                 libc::madvise(
