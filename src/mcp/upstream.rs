@@ -149,6 +149,8 @@ fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 struct ChildGroup {
     child: tokio::process::Child,
     pgid: Option<i32>,
+    /// The task draining its stderr into the tail ([`drain_stderr`]).
+    stderr: Option<tokio::task::JoinHandle<()>>,
 }
 
 impl ChildGroup {
@@ -432,14 +434,18 @@ impl Upstream {
                 let pgid = child.id().and_then(|id| i32::try_from(id).ok());
                 let stdout = child.stdout.take();
                 let stdin = child.stdin.take();
-                if let Some(stderr) = child.stderr.take() {
+                let stderr = child.stderr.take().map(|stderr| {
                     tokio::spawn(drain_stderr(
                         stderr,
                         self.stderr.clone(),
                         self.config.name.clone(),
-                    ));
-                }
-                let mut group = ChildGroup { child, pgid };
+                    ))
+                });
+                let mut group = ChildGroup {
+                    child,
+                    pgid,
+                    stderr,
+                };
                 let (Some(stdout), Some(stdin)) = (stdout, stdin) else {
                     return Err("its stdio pipes could not be opened".into());
                 };
@@ -807,12 +813,23 @@ fn result_output(server: &str, result: CallToolResult) -> Result<ToolOutput, Bro
     })
 }
 
-/// Why a connection ended: the child's exit, when there is a child.
+/// How long a reason waits for an exited child's last stderr lines (a grandchild that keeps the
+/// pipe open would otherwise hold it up).
+const STDERR_AFTER_EXIT: Duration = Duration::from_millis(500);
+
+/// Why a connection ended: the child's exit, when there is a child. After an exit it lets the
+/// stderr drain reach the end of the pipe (bounded), so that the reason built next carries the
+/// last line the child wrote, not whatever the drain had read when the exit was noticed.
 async fn exit_reason(child: Option<&mut ChildGroup>) -> String {
     match child {
         Some(group) => {
             match tokio::time::timeout(Duration::from_secs(2), group.child.wait()).await {
-                Ok(Ok(status)) => format!("it exited ({status})"),
+                Ok(Ok(status)) => {
+                    if let Some(drain) = group.stderr.take() {
+                        let _ = tokio::time::timeout(STDERR_AFTER_EXIT, drain).await;
+                    }
+                    format!("it exited ({status})")
+                }
                 Ok(Err(e)) => format!("it stopped ({e})"),
                 Err(_) => "its connection closed".to_string(),
             }
