@@ -298,14 +298,87 @@ pub fn terminal_safe(s: &str) -> std::borrow::Cow<'_, str> {
 }
 
 /// Installs a stderr `tracing` subscriber honouring `RUST_LOG` (default: warnings). Safe to call
-/// more than once.
+/// more than once. Every log line goes through [`LogWriter`]: untrusted text in any field (a
+/// tool name, an MCP server's message, a library's error) is made [`terminal_safe`], a line is
+/// at most [`MAX_LOG_LINE_BYTES`], and a stderr that nobody reads never stalls the process.
 pub fn init_stderr_logging() {
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)
-        .with_writer(std::io::stderr)
-        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+        .with_writer(|| LogWriter)
+        // Colour codes would be removed by the filter anyway.
+        .with_ansi(false)
         .with_target(false)
         .try_init();
+}
+
+/// Longest log line written (bytes); a longer one is cut, saying how long it was.
+pub const MAX_LOG_LINE_BYTES: usize = 3 * 1024 + 512;
+
+/// How long a log line waits for a full stderr pipe to drain before it is dropped.
+pub const LOG_WRITE_WAIT: std::time::Duration = std::time::Duration::from_millis(50);
+
+/// Log lines dropped because stderr stayed full (reported on the next line written).
+static DROPPED_LOG_LINES: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+/// The stderr writer of the log subscriber. Each `write` is one formatted event: it is made
+/// [`terminal_safe`], cut to [`MAX_LOG_LINE_BYTES`], and written only when stderr can take it
+/// within [`LOG_WRITE_WAIT`] (a pipe nobody reads fills up: the line is dropped and counted
+/// rather than blocking the thread that logs).
+pub struct LogWriter;
+
+impl std::io::Write for LogWriter {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        use std::sync::atomic::Ordering;
+        let text = String::from_utf8_lossy(buf);
+        let mut line = terminal_safe(&text).into_owned();
+        if line.len() > MAX_LOG_LINE_BYTES {
+            let total = line.len();
+            let mut end = MAX_LOG_LINE_BYTES - 64;
+            while !line.is_char_boundary(end) {
+                end -= 1;
+            }
+            line.truncate(end);
+            line.push_str(&format!("… (log line cut: {total} bytes)\n"));
+        }
+        if !stderr_writable(LOG_WRITE_WAIT) {
+            DROPPED_LOG_LINES.fetch_add(1, Ordering::Relaxed);
+            return Ok(buf.len());
+        }
+        let dropped = DROPPED_LOG_LINES.swap(0, Ordering::Relaxed);
+        if dropped > 0 {
+            line.insert_str(
+                0,
+                &format!("({dropped} log line(s) dropped: stderr was not being read)\n"),
+            );
+        }
+        let mut err = std::io::stderr().lock();
+        // Best effort: a log line that cannot be written is not an error of the caller.
+        let _ = std::io::Write::write_all(&mut err, line.as_bytes());
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        std::io::stderr().flush()
+    }
+}
+
+/// Whether stderr can take a write within `wait` (a pipe with room, a file, a terminal).
+fn stderr_writable(wait: std::time::Duration) -> bool {
+    use std::os::fd::AsFd;
+    let stderr = std::io::stderr();
+    let mut fds = [nix::poll::PollFd::new(
+        stderr.as_fd(),
+        nix::poll::PollFlags::POLLOUT,
+    )];
+    let timeout = nix::poll::PollTimeout::try_from(wait).unwrap_or(nix::poll::PollTimeout::ZERO);
+    match nix::poll::poll(&mut fds, timeout) {
+        Ok(0) => false,
+        Ok(_) => fds[0]
+            .revents()
+            .is_some_and(|r| r.contains(nix::poll::PollFlags::POLLOUT)),
+        // poll failing (EINTR, a closed descriptor): try the write, which reports on its own.
+        Err(_) => true,
+    }
 }

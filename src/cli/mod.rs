@@ -250,7 +250,8 @@ pub fn main() -> ExitCode {
             if is_broken_pipe(&error) {
                 return ExitCode::SUCCESS;
             }
-            eprintln!("toolsearch: {error:#}");
+            // An error can carry untrusted text (an MCP server's message, a provider's answer).
+            eprintln!("toolsearch: {}", safe(&format!("{error:#}")));
             ExitCode::from(1)
         }
     }
@@ -447,12 +448,14 @@ pub(crate) fn with_session<T>(
 }
 
 /// The model-facing error message of a failed reply (for stderr).
+/// Terminal-safe: the message can carry an upstream's or a tool's text.
 fn reply_message(reply: &Reply) -> String {
     let body = reply.body();
-    body["error"]["message"]
+    let message = body["error"]["message"]
         .as_str()
         .map(str::to_string)
-        .unwrap_or_else(|| body.to_string())
+        .unwrap_or_else(|| body.to_string());
+    safe(&message).into_owned()
 }
 
 fn search(args: SearchArgs) -> Result<ExitCode> {

@@ -20,6 +20,7 @@ use serde_json::json;
 use super::{CatalogArgs, ConfigArgs, build_session, session, start_upstreams};
 use crate::config::Mode;
 use crate::mcp::Status;
+use crate::mcp::upstream::without_stderr;
 use crate::mcp::serve::{HttpListener, ServeOptions, serve_stdio};
 use crate::telemetry::SessionLog;
 
@@ -55,6 +56,21 @@ pub(super) struct ServeArgs {
     /// Seconds an idle HTTP session lives.
     #[arg(long, default_value_t = 600)]
     session_idle_secs: u64,
+    /// Seconds a connection has to send a complete request head, whether new or idle between
+    /// requests; it is closed after that.
+    #[arg(long, default_value_t = 10.0, value_name = "SECS")]
+    header_timeout_secs: f64,
+    /// Seconds a request body has to arrive once its head has (else 408).
+    #[arg(long, default_value_t = 30.0, value_name = "SECS")]
+    body_timeout_secs: f64,
+    /// Seconds the calls in flight may finish after SIGTERM or Ctrl-C; one still running then is
+    /// answered with a JSON-RPC error saying so.
+    #[arg(long, default_value_t = 10.0, value_name = "SECS")]
+    grace_secs: f64,
+    /// Client connections at most (lowered to stay below the descriptor limit); more wait in
+    /// the listen backlog until one closes.
+    #[arg(long, default_value_t = 256)]
+    max_connections: usize,
     /// Tools per tools/list page.
     #[arg(long, default_value_t = 100)]
     page_size: usize,
@@ -74,6 +90,14 @@ pub(super) struct ServeArgs {
     worker_binary: Option<PathBuf>,
 }
 
+/// A positive, finite number of seconds (at most a day) as a duration.
+fn seconds(value: f64, flag: &str) -> Result<Duration> {
+    if !(value.is_finite() && value > 0.0 && value <= 86_400.0) {
+        anyhow::bail!("{flag} must be a number of seconds above 0 and at most 86400, not {value}");
+    }
+    Ok(Duration::from_secs_f64(value))
+}
+
 pub(super) fn serve(args: ServeArgs) -> Result<ExitCode> {
     let plan = session(&args.config, &args.catalog)?;
     let options = ServeOptions {
@@ -86,7 +110,10 @@ pub(super) fn serve(args: ServeArgs) -> Result<ExitCode> {
         allowed_hosts: args.allowed_hosts.clone(),
         max_sessions: args.max_sessions,
         session_idle: Duration::from_secs(args.session_idle_secs.max(1)),
-        ..ServeOptions::default()
+        header_timeout: seconds(args.header_timeout_secs, "--header-timeout-secs")?,
+        body_timeout: seconds(args.body_timeout_secs, "--body-timeout-secs")?,
+        max_connections: args.max_connections.max(1),
+        grace: seconds(args.grace_secs, "--grace-secs")?,
     };
     let log = match &args.session_log {
         Some(path) => SessionLog::to_file(path)
@@ -153,7 +180,9 @@ pub(super) fn serve(args: ServeArgs) -> Result<ExitCode> {
                                     let status = match server.status() {
                                         Status::Starting => json!("starting"),
                                         Status::Ready => json!("ready"),
-                                        Status::Down(reason) => json!({"down": reason}),
+                                        Status::Down(reason) => {
+                                            json!({"down": without_stderr(&reason)})
+                                        }
                                         Status::Stopped => json!("stopped"),
                                     };
                                     (server.name().to_string(), status)

@@ -32,6 +32,7 @@
 //! Never does: decide what the model sees (the session and surface do) or run tools itself.
 
 pub mod bounded;
+pub mod front;
 pub mod ingest;
 pub mod names;
 pub mod serve;

@@ -21,8 +21,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::Duration;
 
-use http_body_util::{BodyExt, Full};
-use hyper::body::Bytes;
+use http_body_util::BodyExt;
 use rmcp::handler::server::ServerHandler;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, ErrorData as McpError,
@@ -34,9 +33,10 @@ use rmcp::transport::streamable_http_server::session::local::LocalSessionManager
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 use serde_json::{Value, json};
 
+use super::front::{self, Body, respond, rpc_error};
 use super::{PROGRESS, ProgressSink};
 use crate::config::Mode;
-use crate::config::input::{self, MAX_MCP_MESSAGE_BYTES, MAX_MCP_MESSAGE_DEPTH};
+use crate::config::input::{self, MAX_MCP_MESSAGE_BYTES};
 use crate::session::{Reply, Session};
 use crate::surface::Format;
 
@@ -56,6 +56,14 @@ pub struct ServeOptions {
     pub session_idle: Duration,
     /// How long in-flight requests may finish after SIGTERM (default 10 s).
     pub grace: Duration,
+    /// A connection must deliver a complete request head within this, whether it is new or
+    /// idle between requests (default 10 s); else it is closed.
+    pub header_timeout: Duration,
+    /// A request body must arrive within this once its head has (default 30 s); else 408.
+    pub body_timeout: Duration,
+    /// Client connections at most (default 256, lowered to stay below the descriptor limit);
+    /// further ones wait in the listen backlog until one closes.
+    pub max_connections: usize,
 }
 
 impl Default for ServeOptions {
@@ -67,6 +75,9 @@ impl Default for ServeOptions {
             max_sessions: 64,
             session_idle: Duration::from_secs(600),
             grace: Duration::from_secs(10),
+            header_timeout: Duration::from_secs(10),
+            body_timeout: Duration::from_secs(30),
+            max_connections: 256,
         }
     }
 }
@@ -82,6 +93,9 @@ pub enum ServeError {
         /// The address asked for.
         addr: SocketAddr,
     },
+    /// The token is too weak to guard a server ([`front::check_token`]).
+    #[error("refusing --auth-token: {0}")]
+    Token(String),
     /// The listener could not be bound.
     #[error("cannot listen on {addr}: {source}")]
     Bind {
@@ -118,7 +132,13 @@ impl Handler {
     pub async fn drain(&self, grace: Duration) -> usize {
         self.drain.closing.store(true, Ordering::SeqCst);
         let deadline = tokio::time::Instant::now() + grace;
-        settle(&self.drain.inflight, &self.drain.idle, deadline).await
+        let left = settle(&self.drain.inflight, &self.drain.idle, deadline).await;
+        if left > 0 {
+            // The calls still running answer their callers with a JSON-RPC error saying why.
+            self.drain.grace_over.cancel();
+            self.drain.grace_secs.store(grace.as_secs(), Ordering::SeqCst);
+        }
+        left
     }
 
     /// Waits, until `deadline`, for the HTTP answers to POSTed messages still being written
@@ -153,6 +173,9 @@ async fn settle(
 #[derive(Default)]
 struct Drain {
     closing: AtomicBool,
+    /// Cancelled when the grace period ended with calls still running (they answer at once).
+    grace_over: tokio_util::sync::CancellationToken,
+    grace_secs: std::sync::atomic::AtomicU64,
     inflight: AtomicUsize,
     idle: tokio::sync::Notify,
     /// HTTP answers to POSTed messages whose body is still being written.
@@ -303,7 +326,7 @@ impl ServerHandler for Handler {
         let surface = self.session.surface();
         if surface.target_of(&name).is_none() && surface.mode != Mode::Directory {
             return Err(McpError::invalid_params(
-                format!("Unknown tool: {name}"),
+                format!("Unknown tool: {:?}", input::echo(&name)),
                 None,
             ));
         }
@@ -311,7 +334,21 @@ impl ServerHandler for Handler {
             .arguments
             .map(Value::Object)
             .unwrap_or_else(|| json!({}));
-        let call = self.session.handle(&name, &arguments);
+        // Code cells are scheduled fairly between clients: the HTTP session (or, without one,
+        // the connection) this request came on; over stdio there is one client.
+        let client = context
+            .extensions
+            .get::<http::request::Parts>()
+            .and_then(|parts| parts.extensions.get::<ClientKey>())
+            .map_or_else(|| Arc::from("stdio"), |key| key.0.clone());
+        let call = crate::sandbox::fair::CLIENT.scope(client, self.session.handle(&name, &arguments));
+        let grace_over = self.drain.grace_over.clone();
+        let call = async move {
+            tokio::select! {
+                reply = call => Ok(reply),
+                _ = grace_over.cancelled() => Err(()),
+            }
+        };
         let reply = match context.meta.get_progress_token() {
             Some(token) => {
                 let peer = context.peer.clone();
@@ -338,7 +375,17 @@ impl ServerHandler for Handler {
                 _ = context.ct.cancelled() => return Err(cancelled()),
             },
         };
-        Ok(CallToolResponse::Complete(tool_result(reply)))
+        match reply {
+            Ok(reply) => Ok(CallToolResponse::Complete(tool_result(reply))),
+            Err(()) => Err(McpError::internal_error(
+                format!(
+                    "the server is shutting down (SIGTERM or Ctrl-C) and this call was still \
+                     running at the end of the {} s grace period: it was cancelled",
+                    self.drain.grace_secs.load(Ordering::SeqCst)
+                ),
+                None,
+            )),
+        }
     }
 
     async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
@@ -420,31 +467,6 @@ pub async fn serve_stdio(session: Session, options: &ServeOptions) -> Result<(),
 /// What `/health` reports beside the session's own state (e.g. upstream servers).
 pub type HealthExtra = Arc<dyn Fn() -> Value + Send + Sync>;
 
-type Body = http_body_util::combinators::BoxBody<Bytes, std::convert::Infallible>;
-
-fn respond(status: u16, body: Value) -> hyper::Response<Body> {
-    let mut response = hyper::Response::new(Full::new(Bytes::from(body.to_string())).boxed());
-    *response.status_mut() =
-        hyper::StatusCode::from_u16(status).unwrap_or(hyper::StatusCode::INTERNAL_SERVER_ERROR);
-    response.headers_mut().insert(
-        hyper::header::CONTENT_TYPE,
-        hyper::header::HeaderValue::from_static("application/json"),
-    );
-    response
-}
-
-/// Constant-time comparison of the presented token with the expected one.
-fn token_matches(presented: &[u8], expected: &[u8]) -> bool {
-    if presented.len() != expected.len() {
-        return false;
-    }
-    presented
-        .iter()
-        .zip(expected)
-        .fold(0u8, |acc, (a, b)| acc | (a ^ b))
-        == 0
-}
-
 /// A bound HTTP listener, before serving (so callers can print the address first).
 pub struct HttpListener {
     listener: tokio::net::TcpListener,
@@ -452,13 +474,17 @@ pub struct HttpListener {
 }
 
 impl HttpListener {
-    /// Binds `addr`; a non-loopback address needs a token.
+    /// Binds `addr`; a non-loopback address needs a token, and a token must be strong enough
+    /// ([`front::check_token`]).
     pub async fn bind(
         addr: SocketAddr,
         options: &ServeOptions,
     ) -> Result<HttpListener, ServeError> {
         if !addr.ip().is_loopback() && options.auth_token.is_none() {
             return Err(ServeError::NeedsToken { addr });
+        }
+        if let Some(token) = &options.auth_token {
+            front::check_token(token).map_err(ServeError::Token)?;
         }
         let listener = tokio::net::TcpListener::bind(addr)
             .await
@@ -497,17 +523,20 @@ impl HttpListener {
             .iter()
             .flat_map(|h| [format!("http://{h}:{port}"), format!("https://{h}:{port}")])
             .collect();
+        let guard = front::Guard::new(&hosts, port, options.auth_token.clone());
         let cancel = tokio_util::sync::CancellationToken::new();
         // Sessions stay for clients of the legacy protocols (initialize, Mcp-Session-Id, a GET
         // stream for list_changed). A request of the sessionless protocol (2026-07-28: per-request
         // version, no initialize) is served statelessly by rmcp whatever this says; with
         // `json_response` its answer is one `application/json` body instead of an event stream
         // (it falls back to the stream when the call sends progress before its result). Measured
-        // with `toolsearch bench serve`: see ARCHITECTURE.md.
+        // with `toolsearch bench serve`: see ARCHITECTURE.md. The body bound is the front's
+        // (checked before the service reads it), so the service's own is the same.
         let mut config = StreamableHttpServerConfig::default()
             .with_allowed_hosts(hosts)
             .with_allowed_origins(origins)
-            .with_json_response(true);
+            .with_json_response(true)
+            .with_max_request_body_bytes(MAX_MCP_MESSAGE_BYTES);
         config.cancellation_token = cancel.clone();
         let service = Arc::new(StreamableHttpService::new(
             move || Ok(handler.clone()),
@@ -517,43 +546,91 @@ impl HttpListener {
         let routes = Arc::new(Routes {
             service,
             manager,
-            token: options.auth_token.clone(),
+            guard,
             max_sessions: options.max_sessions.max(1),
+            body_timeout: options.body_timeout.max(Duration::from_millis(100)),
             health,
             session,
             answers: drain.drain.clone(),
         });
+        let (cap, lowered) = front::connection_cap(options.max_connections);
+        if let Some(lowered) = lowered {
+            tracing::warn!("{lowered}");
+        }
+        let connections = Arc::new(tokio::sync::Semaphore::new(cap));
+        let mut http1 = hyper::server::conn::http1::Builder::new();
+        http1
+            .timer(hyper_util::rt::TokioTimer::new())
+            .header_read_timeout(options.header_timeout.max(Duration::from_millis(100)));
         let graceful = hyper_util::server::graceful::GracefulShutdown::new();
         let signal = shutdown_signal();
         tokio::pin!(signal);
+        let mut backoff = front::AcceptBackoff::default();
+        // When the cap was last reported (at most once a minute).
+        let mut cap_reported: Option<tokio::time::Instant> = None;
         loop {
-            let (stream, _) = tokio::select! {
+            // A connection is only accepted with a free slot: at the cap, new clients wait in the
+            // kernel's listen backlog (no descriptor of ours) until a connection closes.
+            if connections.available_permits() == 0
+                && cap_reported.is_none_or(|at| at.elapsed() >= Duration::from_secs(60))
+            {
+                cap_reported = Some(tokio::time::Instant::now());
+                tracing::warn!(
+                    "{cap} client connections open (the connection cap, --max-connections); new \
+                     ones wait until one closes (idle ones close after the {} s header timeout)",
+                    options.header_timeout.as_secs_f64()
+                );
+            }
+            let permit = tokio::select! {
+                permit = connections.clone().acquire_owned() => match permit {
+                    Ok(permit) => permit,
+                    Err(_) => break,
+                },
+                _ = &mut signal => break,
+            };
+            let (stream, peer) = tokio::select! {
                 accepted = listener.accept() => match accepted {
-                    Ok(accepted) => accepted,
+                    Ok(accepted) => {
+                        backoff.succeeded();
+                        accepted
+                    }
                     Err(error) => {
-                        tracing::warn!(%error, "accept failed");
-                        continue;
+                        let pause = backoff.failed(&error);
+                        drop(permit);
+                        tokio::select! {
+                            _ = tokio::time::sleep(pause) => continue,
+                            _ = &mut signal => break,
+                        }
                     }
                 },
                 _ = &mut signal => break,
             };
             let routes = routes.clone();
+            let connection_key: Arc<str> = Arc::from(format!("connection {peer}"));
             let route = hyper::service::service_fn(
-                move |request: hyper::Request<hyper::body::Incoming>| {
+                move |mut request: hyper::Request<hyper::body::Incoming>| {
                     let routes = routes.clone();
+                    let key = request
+                        .headers()
+                        .get("mcp-session-id")
+                        .and_then(|v| v.to_str().ok())
+                        .map_or_else(|| connection_key.clone(), |id| Arc::from(format!("session {id}")));
+                    request.extensions_mut().insert(ClientKey(key));
                     async move { Ok::<_, std::convert::Infallible>(routes.route(request).await) }
                 },
             );
-            let connection = hyper::server::conn::http1::Builder::new()
-                .serve_connection(hyper_util::rt::TokioIo::new(stream), route);
+            let connection =
+                http1.serve_connection(hyper_util::rt::TokioIo::new(stream), route);
             let connection = graceful.watch(connection);
             tokio::spawn(async move {
                 let _ = connection.await;
+                drop(permit);
             });
         }
         // Stop accepting (the listener is dropped) and refuse new calls, let the calls in flight
-        // finish within the grace period, then end the MCP sessions (their event streams would
-        // otherwise hold the connections open) and the connections.
+        // finish within the grace period (those still running then are answered with a JSON-RPC
+        // error saying so), then end the MCP sessions (their event streams would otherwise hold
+        // the connections open) and the connections.
         drop(listener);
         let started = tokio::time::Instant::now();
         let left = drain.drain(options.grace).await;
@@ -563,7 +640,7 @@ impl HttpListener {
                 options.grace.as_secs()
             );
         }
-        // A call that returned still has its answer to write on its POST's event stream.
+        // A call that returned (or was cut) still has its answer to write.
         let deadline =
             (started + options.grace).max(tokio::time::Instant::now() + Duration::from_millis(500));
         let unwritten = drain.finish_answers(deadline).await;
@@ -593,61 +670,18 @@ fn is_initialize(body: &[u8]) -> bool {
         .is_some_and(|m| m == "initialize")
 }
 
-/// Reads a client's request body (also returned as bytes) up to [`MAX_MCP_MESSAGE_BYTES`] and checks its nesting
-/// against [`MAX_MCP_MESSAGE_DEPTH`] before the MCP service parses it; a body past either bound
-/// is answered with a JSON-RPC error naming it (413 or 400), and the session goes on.
-async fn bounded_body(
-    request: hyper::Request<hyper::body::Incoming>,
-) -> Result<(hyper::Request<Full<Bytes>>, Bytes), hyper::Response<Body>> {
-    let (parts, body) = request.into_parts();
-    let rejected = |status: u16, message: String| {
-        respond(
-            status,
-            json!({"jsonrpc": "2.0", "id": null, "error": {"code": -32600, "message": message}}),
-        )
-    };
-    let bytes = match http_body_util::Limited::new(body, MAX_MCP_MESSAGE_BYTES)
-        .collect()
-        .await
-    {
-        Ok(collected) => collected.to_bytes(),
-        Err(e) if e.is::<http_body_util::LengthLimitError>() => {
-            return Err(rejected(
-                413,
-                format!(
-                    "the request body is larger than {MAX_MCP_MESSAGE_BYTES} bytes (limit \
-                     MAX_MCP_MESSAGE_BYTES); send smaller messages"
-                ),
-            ));
-        }
-        Err(e) => {
-            return Err(rejected(
-                400,
-                format!("the request body could not be read: {e}"),
-            ));
-        }
-    };
-    if input::json_depth_exceeds(&bytes, MAX_MCP_MESSAGE_DEPTH) {
-        return Err(rejected(
-            400,
-            format!(
-                "the request nests arrays and objects deeper than {MAX_MCP_MESSAGE_DEPTH} levels \
-                 (limit MAX_MCP_MESSAGE_DEPTH); send flatter arguments"
-            ),
-        ));
-    }
-    Ok((
-        hyper::Request::from_parts(parts, Full::new(bytes.clone())),
-        bytes,
-    ))
-}
+/// Who an HTTP request is from, for the sandbox's fair scheduling: its MCP session, else its
+/// connection.
+#[derive(Clone)]
+struct ClientKey(Arc<str>);
 
 /// What every HTTP request is routed with.
 struct Routes {
     service: Arc<StreamableHttpService<Handler, LocalSessionManager>>,
     manager: Arc<LocalSessionManager>,
-    token: Option<String>,
+    guard: front::Guard,
     max_sessions: usize,
+    body_timeout: Duration,
     health: HealthExtra,
     session: Session,
     /// Counts the answers to POSTs being written (see [`Handler::finish_answers`]).
@@ -656,92 +690,95 @@ struct Routes {
 
 impl Routes {
     async fn route(&self, request: hyper::Request<hyper::body::Incoming>) -> hyper::Response<Body> {
-        let Routes {
-            service,
-            manager,
-            token,
-            max_sessions,
-            health,
-            session,
-            answers,
-        } = self;
-        let (token, max_sessions) = (token.as_deref(), *max_sessions);
+        // Every path, `/health` included, is behind the Host/Origin check and the token.
+        if let Err(refused) = self.guard.admit(&request) {
+            return refused;
+        }
         match request.uri().path() {
-            "/health" => {
-                if request.method() != hyper::Method::GET {
-                    return respond(405, json!({"error": "use GET /health"}));
-                }
-                let sessions = manager.sessions.read().await.len();
-                respond(
-                    200,
-                    json!({
-                        "status": "ok",
-                        "mode": session.mode().as_str(),
-                        "declared_tools": session.tool_definitions().len(),
-                        "catalog_size": session.telemetry()["catalog_size"],
-                        "http_sessions": sessions,
-                        "upstreams": health(),
-                    }),
-                )
-            }
-            "/mcp" => {
-                if let Some(expected) = token {
-                    let presented = request
-                        .headers()
-                        .get(hyper::header::AUTHORIZATION)
-                        .and_then(|v| v.to_str().ok())
-                        .and_then(|v| v.strip_prefix("Bearer "))
-                        .unwrap_or_default();
-                    if !token_matches(presented.as_bytes(), expected.as_bytes()) {
-                        let mut response =
-                            respond(401, json!({"error": "a bearer token is required"}));
-                        response.headers_mut().insert(
-                            hyper::header::WWW_AUTHENTICATE,
-                            hyper::header::HeaderValue::from_static("Bearer"),
-                        );
-                        return response;
-                    }
-                }
-                // A POST without a session id is a legacy `initialize` (a new session) or a
-                // request of the sessionless protocol (none); the body tells which, and is only
-                // looked at when the sessions are at their bound.
-                let no_session = request.method() == hyper::Method::POST
-                    && !request.headers().contains_key("mcp-session-id");
-                let delete = request.method() == hyper::Method::DELETE;
-                // The answer to a POST (a call's result on its event stream) is counted until its
-                // body is written or dropped, so a shutdown ends the sessions only after it.
-                let answering =
-                    (request.method() == hyper::Method::POST).then(|| Answering::start(answers));
-                let (request, body) = match bounded_body(request).await {
-                    Ok(read) => read,
-                    Err(response) => return response,
-                };
-                if no_session
-                    && manager.sessions.read().await.len() >= max_sessions
-                    && is_initialize(&body)
-                {
-                    return respond(
-                        503,
-                        json!({"error": format!("too many MCP sessions (at most {max_sessions}); close one with DELETE /mcp or retry later")}),
-                    );
-                }
-                let mut response = service.handle(request).await;
-                // A session closed by DELETE: 204 (clients expect 200 or 204, not 202).
-                if delete && response.status() == hyper::StatusCode::ACCEPTED {
-                    *response.status_mut() = hyper::StatusCode::NO_CONTENT;
-                }
-                match answering {
-                    Some(answering) => response.map(|body| {
-                        body.map_frame(move |frame| {
-                            let _ = &answering;
-                            frame
-                        })
-                        .boxed()
-                    }),
-                    None => response,
-                }
-            }
+            "/health" => self.health(&request).await,
+            "/mcp" => self.mcp(request).await,
             _ => respond(404, json!({"error": "not found; the MCP endpoint is /mcp"})),
+        }
+    }
+
+    async fn health(&self, request: &hyper::Request<hyper::body::Incoming>) -> hyper::Response<Body> {
+        if request.method() != hyper::Method::GET {
+            return respond(405, json!({"error": "use GET /health"}));
+        }
+        let sessions = self.manager.sessions.read().await.len();
+        respond(
+            200,
+            json!({
+                "status": "ok",
+                "mode": self.session.mode().as_str(),
+                "declared_tools": self.session.tool_definitions().len(),
+                "catalog_size": self.session.telemetry()["catalog_size"],
+                "http_sessions": sessions,
+                "upstreams": (self.health)(),
+            }),
+        )
+    }
+
+    async fn mcp(&self, request: hyper::Request<hyper::body::Incoming>) -> hyper::Response<Body> {
+        let session_id = request
+            .headers()
+            .get("mcp-session-id")
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_string);
+        // A POST without a session id is a legacy `initialize` (a new session) or a request of
+        // the sessionless protocol (none); the body tells which, and is only looked at when the
+        // sessions are at their bound.
+        let no_session = request.method() == hyper::Method::POST && session_id.is_none();
+        let delete = request.method() == hyper::Method::DELETE;
+        if delete
+            && let Some(id) = &session_id
+            && !self.manager.sessions.read().await.contains_key(id.as_str())
+        {
+            return rpc_error(
+                404,
+                -32001,
+                format!(
+                    "no MCP session {:?} (it ended, expired or never existed)",
+                    input::echo(id)
+                ),
+            );
+        }
+        // The answer to a POST (a call's result on its event stream) is counted until its body
+        // is written or dropped, so a shutdown ends the sessions only after it.
+        let answering =
+            (request.method() == hyper::Method::POST).then(|| Answering::start(&self.answers));
+        let (request, body) = match front::read_body(request, self.body_timeout).await {
+            Ok(read) => read,
+            Err(response) => return response,
+        };
+        if no_session
+            && self.manager.sessions.read().await.len() >= self.max_sessions
+            && is_initialize(&body)
+        {
+            return rpc_error(
+                503,
+                -32000,
+                format!(
+                    "too many MCP sessions (at most {}, --max-sessions); close one with DELETE \
+                     /mcp or retry later",
+                    self.max_sessions
+                ),
+            );
+        }
+        let mut response = self.service.handle(request).await;
+        // A session closed by DELETE: 204 (clients expect 200 or 204, not 202).
+        if delete && response.status() == hyper::StatusCode::ACCEPTED {
+            *response.status_mut() = hyper::StatusCode::NO_CONTENT;
+        }
+        match answering {
+            Some(answering) => response.map(|body| {
+                body.map_frame(move |frame| {
+                    let _ = &answering;
+                    frame
+                })
+                .boxed()
+            }),
+            None => response,
         }
     }
 }

@@ -52,6 +52,15 @@ pub const FAST_RESTARTS: u32 = 3;
 /// How long a server must run for its deaths to be answered by an immediate restart again.
 pub const STABLE_AFTER: Duration = Duration::from_secs(10);
 
+/// What separates an outage reason from the server's last stderr line in [`Status::Down`].
+pub const STDERR_NOTE: &str = "; its last stderr line: ";
+
+/// An outage reason without the server's own stderr text (which may carry anything the server
+/// printed, secrets included): for reports to parties that are not the operator, e.g. `/health`.
+pub fn without_stderr(reason: &str) -> &str {
+    reason.find(STDERR_NOTE).map_or(reason, |at| &reason[..at])
+}
+
 /// Where a server is.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Status {
@@ -65,7 +74,8 @@ pub enum Status {
     Stopped,
 }
 
-/// The recent stderr of a server, bounded per line and in total, control characters removed.
+/// The recent stderr of a server, bounded per line and in total, made terminal-safe
+/// ([`crate::telemetry::terminal_safe`]).
 #[derive(Debug, Default)]
 pub struct StderrTail {
     lines: VecDeque<String>,
@@ -74,11 +84,8 @@ pub struct StderrTail {
 
 impl StderrTail {
     fn push(&mut self, line: &str) {
-        let clean: String = line
-            .chars()
-            .filter(|c| !c.is_control() || *c == '\t')
-            .collect();
-        let mut clean = clean;
+        // The one terminal-safety filter (controls, bidi, zero-width), and no line breaks.
+        let mut clean = crate::telemetry::terminal_safe(line).replace('\n', " ");
         if clean.len() > STDERR_LINE_BYTES {
             let mut end = STDERR_LINE_BYTES;
             while !clean.is_char_boundary(end) {
@@ -348,12 +355,13 @@ impl Upstream {
         self.set_status(Status::Stopped);
     }
 
-    /// Appends the last stderr line, when there is one, to a failure reason.
+    /// Appends the last stderr line, when there is one, to a failure reason (after
+    /// [`STDERR_NOTE`]; [`without_stderr`] takes it off again).
     fn with_stderr(&self, reason: String) -> String {
         match self.stderr_tail(1).pop() {
             Some(line) if !line.trim().is_empty() => {
                 let line: String = line.chars().take(200).collect();
-                format!("{reason}; its last stderr line: {line}")
+                format!("{reason}{STDERR_NOTE}{line}")
             }
             _ => reason,
         }

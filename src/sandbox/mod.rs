@@ -254,6 +254,7 @@ mod bridge;
 mod cell;
 mod control;
 mod error;
+pub mod fair;
 mod harden;
 mod isolate;
 mod limits;

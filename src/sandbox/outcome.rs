@@ -49,6 +49,12 @@ pub enum Outcome {
         /// The failing setup stage or observation.
         detail: String,
     },
+    /// Every live-worker slot stayed taken for the cell's whole queue deadline (or its client
+    /// has too many cells waiting): the cell did not run.
+    Busy {
+        /// What was observed (running and waiting cells, the wait).
+        detail: String,
+    },
     /// A per-cell cap was exceeded.
     LimitExceeded {
         /// Which cap.
@@ -78,7 +84,7 @@ pub enum LimitKind {
 impl Outcome {
     /// The stable `kind` string: `ok`, `js_error`, `timeout`, `memory`, `killed_by_signal`,
     /// `seccomp_violation`, `protocol_error`, `sandbox_unavailable`, `worker_setup_failure`,
-    /// `limit_exceeded`.
+    /// `busy`, `limit_exceeded`.
     pub fn kind(&self) -> &'static str {
         match self {
             Outcome::Ok => "ok",
@@ -90,6 +96,7 @@ impl Outcome {
             Outcome::ProtocolError { .. } => "protocol_error",
             Outcome::SandboxUnavailable { .. } => "sandbox_unavailable",
             Outcome::WorkerSetupFailure { .. } => "worker_setup_failure",
+            Outcome::Busy { .. } => "busy",
             Outcome::LimitExceeded { .. } => "limit_exceeded",
         }
     }
@@ -129,6 +136,7 @@ impl Outcome {
                 "the sandbox could not start a worker: {detail}; use the search/describe/call \
                  tools instead"
             ),
+            Outcome::Busy { detail } => detail.clone(),
             Outcome::LimitExceeded { limit } => match limit {
                 LimitKind::ResultBytes => "the cell's return value is too large; return a \
                                            smaller summary (e.g. only the fields you need)"

@@ -17,7 +17,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
 use std::time::{Duration, Instant};
 
-use tokio::sync::{Notify, Semaphore};
+use tokio::sync::Notify;
 
 use super::bridge::{Bridge, BridgeOp};
 use super::cell::{self, ReadyWorker};
@@ -153,7 +153,8 @@ struct Inner {
     refill: Arc<Notify>,
     /// Signalled (to every waiter) whenever a worker joins the pool.
     pooled: Notify,
-    slots: Semaphore,
+    /// The live-worker slots, shared fairly between clients.
+    slots: super::fair::Slots,
     closed: AtomicBool,
 }
 
@@ -203,7 +204,7 @@ impl Supervisor {
             binary: config.worker_binary,
             worker_nice,
             pool_size: config.pool_size.min(64),
-            slots: Semaphore::new(limits.live_workers),
+            slots: super::fair::Slots::new(limits.live_workers),
             limits,
             worker,
             host_spin,
@@ -417,8 +418,23 @@ impl Inner {
                 telemetry,
             );
         }
-        let Ok(_slot) = self.slots.acquire().await else {
-            return CellResult::failed(shut_down(), telemetry);
+        // A cell waits for its client's turn at most its own timeout; then it is answered busy.
+        let _slot = match self
+            .slots
+            .acquire(super::fair::current_client(), timeout)
+            .await
+        {
+            Ok(slot) => slot,
+            Err(super::fair::Busy::Closed) => return CellResult::failed(shut_down(), telemetry),
+            Err(busy) => {
+                telemetry.queue_ms = ms(t0);
+                return CellResult::failed(
+                    Outcome::Busy {
+                        detail: busy.message(),
+                    },
+                    telemetry,
+                );
+            }
         };
         if self.closed.load(Ordering::SeqCst) {
             return CellResult::failed(shut_down(), telemetry);
@@ -446,7 +462,7 @@ impl Inner {
         telemetry.queue_ms = ms(t0);
         // Alone, the cell may spin on its worker's socket (see `cell::drive`); with other cells
         // in flight it leaves the runtime's threads to them.
-        let solo = self.slots.available_permits() + 1 >= self.limits.live_workers;
+        let solo = self.slots.available() + 1 >= self.limits.live_workers;
         let ready_spin = Duration::from_micros(u64::from(self.worker.ready_spin_us));
         let solo = solo.then(|| cell::SoloWait {
             spin: self.host_spin,

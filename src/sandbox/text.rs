@@ -2,28 +2,16 @@
 //! (STYLE §3, "Terminal Output").
 //!
 //! Owns: [`strip_controls`] and [`truncate_to`]. Never does: allocate when nothing must change.
-//! Invariants: the output has no C0 control except `\n` and `\t`, no DEL, no C1 control and no
-//! bidirectional override; removing ESC (and the C1 CSI) defuses every escape sequence, leaving only
-//! printable residue.
+//! Invariants: the output has no C0 control except `\n` and `\t`, no DEL, no C1 control, no
+//! bidirectional control and no zero-width character; removing ESC (and the C1 CSI) defuses
+//! every escape sequence, leaving only printable residue.
 
 use std::borrow::Cow;
 
-fn is_stripped(c: char) -> bool {
-    match c {
-        '\n' | '\t' => false,
-        '\u{0}'..='\u{1f}' | '\u{7f}'..='\u{9f}' => true,
-        // Bidirectional embeddings, overrides and isolates ("Trojan Source").
-        '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}' => true,
-        _ => false,
-    }
-}
-
-/// Removes control characters (see the module invariants).
+/// Removes control characters (see the module invariants): the one terminal-safety filter,
+/// [`crate::telemetry::terminal_safe`].
 pub(crate) fn strip_controls(s: &str) -> Cow<'_, str> {
-    if !s.chars().any(is_stripped) {
-        return Cow::Borrowed(s);
-    }
-    Cow::Owned(s.chars().filter(|c| !is_stripped(*c)).collect())
+    crate::telemetry::terminal_safe(s)
 }
 
 /// Cuts `s` to at most `max` bytes on a char boundary.

@@ -104,7 +104,7 @@ impl Reply {
 /// The coarse kind of a failed cell.
 fn cell_failure_kind(outcome: &Outcome) -> FailureKind {
     match outcome {
-        Outcome::Timeout => FailureKind::Timeout,
+        Outcome::Timeout | Outcome::Busy { .. } => FailureKind::Timeout,
         Outcome::SeccompViolation => FailureKind::Blocked,
         Outcome::LimitExceeded {
             limit: crate::sandbox::LimitKind::CodeBytes,

@@ -192,11 +192,48 @@ fn provider_parameters(schema: &Value) -> Value {
 }
 
 fn direct_definition(tool: &Descriptor, names: &ProviderNames) -> ToolDefinition {
+    let mut parameters = provider_parameters(&tool.input_schema);
+    // An untrusted tool's texts reach the model verbatim in a direct definition: no escape
+    // sequence, bidirectional or zero-width control survives in its description or in the
+    // descriptions and titles of its schema (values the model must send stay exact).
+    let description = if tool.is_trusted() {
+        tool.description.clone()
+    } else {
+        scrub_schema_texts(&mut parameters, 0);
+        crate::telemetry::terminal_safe(&tool.description).into_owned()
+    };
     ToolDefinition {
         name: names.name_of(&tool.id).unwrap_or(&tool.name).to_string(),
-        description: tool.description.clone(),
-        parameters: provider_parameters(&tool.input_schema),
+        description,
+        parameters,
         target: Target::Tool(tool.id.clone()),
+    }
+}
+
+/// Makes the `description` and `title` strings of a schema terminal-safe, at every level.
+fn scrub_schema_texts(schema: &mut Value, depth: usize) {
+    if depth > crate::config::input::MAX_MCP_MESSAGE_DEPTH {
+        return;
+    }
+    match schema {
+        Value::Object(map) => {
+            for (key, value) in map.iter_mut() {
+                match value {
+                    Value::String(text) if key == "description" || key == "title" => {
+                        if let std::borrow::Cow::Owned(clean) =
+                            crate::telemetry::terminal_safe(text)
+                        {
+                            *text = clean;
+                        }
+                    }
+                    other => scrub_schema_texts(other, depth + 1),
+                }
+            }
+        }
+        Value::Array(items) => items
+            .iter_mut()
+            .for_each(|item| scrub_schema_texts(item, depth + 1)),
+        _ => {}
     }
 }
 

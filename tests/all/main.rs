@@ -26,6 +26,8 @@ mod config;
 mod faults;
 /// The call path: shapes, validation, hooks, approvals, timeouts, scheduling, session log.
 mod gateway;
+/// `serve --http` under attack: one test per hostile class of the HTTP front (issue 25).
+mod hostile_http;
 /// MCP both ways: real npm servers as tool sources, faults, serve mode with real clients.
 mod mcp;
 /// Code mode's sandbox: escape corpus, hardening, limits, bridge, load.

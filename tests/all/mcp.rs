@@ -884,12 +884,12 @@ fn http_serve_validates_hosts_sessions_and_tokens() {
     serve.stop();
 
     // With a token, requests without it are refused.
-    let serve = Serve::http(&config, "tools", &["--auth-token", "s3cret"]);
+    let serve = Serve::http(&config, "tools", &["--auth-token", "s3cret-s3cret-s3cret"]);
     let url = serve.url.clone().unwrap();
     let init = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}"#;
     assert_eq!(http_status(&url, "POST", &mcp_headers, init), 401);
     let mut authorized = mcp_headers.to_vec();
-    authorized.push(("Authorization", "Bearer s3cret"));
+    authorized.push(("Authorization", "Bearer s3cret-s3cret-s3cret"));
     assert_eq!(http_status(&url, "POST", &authorized, init), 200);
     serve.stop();
 
