@@ -20,8 +20,8 @@ use serde_json::json;
 use super::{CatalogArgs, ConfigArgs, build_session, session, start_upstreams};
 use crate::config::Mode;
 use crate::mcp::Status;
-use crate::mcp::upstream::without_stderr;
 use crate::mcp::serve::{HttpListener, ServeOptions, serve_stdio};
+use crate::mcp::upstream::without_stderr;
 use crate::telemetry::SessionLog;
 
 #[derive(Debug, Clone, Copy, ValueEnum)]

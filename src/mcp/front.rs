@@ -126,8 +126,11 @@ impl Guard {
         }
     }
 
-    /// `Ok` when the request may go on; else the answer to send (403 or 401, JSON).
-    pub(super) fn admit(&self, request: &hyper::Request<hyper::body::Incoming>) -> Result<(), hyper::Response<Body>> {
+    /// `None` when the request may go on; else the answer to send (403 or 401, JSON).
+    pub(super) fn refusal(
+        &self,
+        request: &hyper::Request<hyper::body::Incoming>,
+    ) -> Option<hyper::Response<Body>> {
         let headers = request.headers();
         let host = headers
             .get(hyper::header::HOST)
@@ -135,26 +138,26 @@ impl Guard {
             .or_else(|| request.uri().authority().map(|a| a.as_str()))
             .and_then(Authority::parse);
         let Some(host) = host else {
-            return Err(forbidden("the request has no valid Host header"));
+            return Some(forbidden("the request has no valid Host header"));
         };
         if !self.hosts.iter().any(|allowed| allowed.admits(&host)) {
             tracing::warn!(
                 host = %input::echo(&host.host).to_string().escape_debug(),
                 "refused a request with a Host that is not allowed (possible DNS rebinding)"
             );
-            return Err(forbidden(
+            return Some(forbidden(
                 "the Host header is not an allowed name (loopback names, the bound address and \
                  --allowed-host)",
             ));
         }
-        if let Some(origin) = headers.get(hyper::header::ORIGIN) {
-            if !self.origin_allowed(origin.to_str().unwrap_or_default()) {
-                tracing::warn!("refused a request with an Origin that is not allowed");
-                return Err(forbidden(
-                    "the Origin header is not an allowed origin (http or https, an allowed host, \
-                     this server's port)",
-                ));
-            }
+        if let Some(origin) = headers.get(hyper::header::ORIGIN)
+            && !self.origin_allowed(origin.to_str().unwrap_or_default())
+        {
+            tracing::warn!("refused a request with an Origin that is not allowed");
+            return Some(forbidden(
+                "the Origin header is not an allowed origin (http or https, an allowed host, this \
+                 server's port)",
+            ));
         }
         if let Some(expected) = &self.token {
             let presented = headers
@@ -171,10 +174,10 @@ impl Guard {
                     hyper::header::WWW_AUTHENTICATE,
                     hyper::header::HeaderValue::from_static("Bearer"),
                 );
-                return Err(response);
+                return Some(response);
             }
         }
-        Ok(())
+        None
     }
 
     fn origin_allowed(&self, origin: &str) -> bool {
@@ -182,7 +185,9 @@ impl Guard {
             return false;
         };
         let scheme_ok = matches!(uri.scheme_str(), Some("http" | "https"));
-        let path_ok = uri.path_and_query().is_none_or(|p| p.as_str().is_empty() || p == "/");
+        let path_ok = uri
+            .path_and_query()
+            .is_none_or(|p| p.as_str().is_empty() || p == "/");
         let Some(authority) = uri.authority().and_then(|a| Authority::parse(a.as_str())) else {
             return false;
         };
@@ -337,7 +342,8 @@ fn name_past_bound(body: &[u8]) -> Option<hyper::Response<Body>> {
 /// below the soft descriptor limit. Returns the cap and, when it was lowered, why.
 pub(super) fn connection_cap(requested: usize) -> (usize, Option<String>) {
     let requested = requested.max(1);
-    let Ok((soft, _hard)) = nix::sys::resource::getrlimit(nix::sys::resource::Resource::RLIMIT_NOFILE)
+    let Ok((soft, _hard)) =
+        nix::sys::resource::getrlimit(nix::sys::resource::Resource::RLIMIT_NOFILE)
     else {
         return (requested, None);
     };
@@ -419,7 +425,10 @@ mod tests {
         let delays: Vec<_> = (0..12).map(|_| backoff.failed(&error)).collect();
         assert_eq!(delays[0], FIRST_ACCEPT_BACKOFF);
         assert_eq!(delays[1], FIRST_ACCEPT_BACKOFF * 2);
-        assert_eq!(*delays.last().unwrap_or(&Duration::ZERO), MAX_ACCEPT_BACKOFF);
+        assert_eq!(
+            *delays.last().unwrap_or(&Duration::ZERO),
+            MAX_ACCEPT_BACKOFF
+        );
         backoff.succeeded();
         assert_eq!(backoff.failed(&error), FIRST_ACCEPT_BACKOFF);
     }

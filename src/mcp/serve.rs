@@ -136,7 +136,9 @@ impl Handler {
         if left > 0 {
             // The calls still running answer their callers with a JSON-RPC error saying why.
             self.drain.grace_over.cancel();
-            self.drain.grace_secs.store(grace.as_secs(), Ordering::SeqCst);
+            self.drain
+                .grace_secs
+                .store(grace.as_secs(), Ordering::SeqCst);
         }
         left
     }
@@ -341,7 +343,8 @@ impl ServerHandler for Handler {
             .get::<http::request::Parts>()
             .and_then(|parts| parts.extensions.get::<ClientKey>())
             .map_or_else(|| Arc::from("stdio"), |key| key.0.clone());
-        let call = crate::sandbox::fair::CLIENT.scope(client, self.session.handle(&name, &arguments));
+        let call =
+            crate::sandbox::fair::CLIENT.scope(client, self.session.handle(&name, &arguments));
         let grace_over = self.drain.grace_over.clone();
         let call = async move {
             tokio::select! {
@@ -614,13 +617,15 @@ impl HttpListener {
                         .headers()
                         .get("mcp-session-id")
                         .and_then(|v| v.to_str().ok())
-                        .map_or_else(|| connection_key.clone(), |id| Arc::from(format!("session {id}")));
+                        .map_or_else(
+                            || connection_key.clone(),
+                            |id| Arc::from(format!("session {id}")),
+                        );
                     request.extensions_mut().insert(ClientKey(key));
                     async move { Ok::<_, std::convert::Infallible>(routes.route(request).await) }
                 },
             );
-            let connection =
-                http1.serve_connection(hyper_util::rt::TokioIo::new(stream), route);
+            let connection = http1.serve_connection(hyper_util::rt::TokioIo::new(stream), route);
             let connection = graceful.watch(connection);
             tokio::spawn(async move {
                 let _ = connection.await;
@@ -691,7 +696,7 @@ struct Routes {
 impl Routes {
     async fn route(&self, request: hyper::Request<hyper::body::Incoming>) -> hyper::Response<Body> {
         // Every path, `/health` included, is behind the Host/Origin check and the token.
-        if let Err(refused) = self.guard.admit(&request) {
+        if let Some(refused) = self.guard.refusal(&request) {
             return refused;
         }
         match request.uri().path() {
@@ -701,7 +706,10 @@ impl Routes {
         }
     }
 
-    async fn health(&self, request: &hyper::Request<hyper::body::Incoming>) -> hyper::Response<Body> {
+    async fn health(
+        &self,
+        request: &hyper::Request<hyper::body::Incoming>,
+    ) -> hyper::Response<Body> {
         if request.method() != hyper::Method::GET {
             return respond(405, json!({"error": "use GET /health"}));
         }

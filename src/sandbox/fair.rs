@@ -27,7 +27,9 @@ tokio::task_local! {
 
 /// The current task's client, or the anonymous one.
 pub fn current_client() -> Arc<str> {
-    CLIENT.try_with(Arc::clone).unwrap_or_else(|_| Arc::from(""))
+    CLIENT
+        .try_with(Arc::clone)
+        .unwrap_or_else(|_| Arc::from(""))
 }
 
 /// Why a cell got no slot.

@@ -299,22 +299,20 @@ fn hostile_health_needs_the_token_and_an_allowed_host_and_hides_upstream_stderr(
         &dir.path().join("stderr"),
     );
     let addr = serve.addr.clone();
-    let get = |headers: &str| {
-        exchange(
-            &addr,
-            &format!("GET /health HTTP/1.1\n{headers}"),
-            b"",
-        )
-    };
+    let get = |headers: &str| exchange(&addr, &format!("GET /health HTTP/1.1\n{headers}"), b"");
     // No token: refused, and nothing of the state is shown.
     let (status, body) = get(&format!("Host: {addr}\n"));
     assert_eq!(status, 401, "{body}");
     assert!(!body.contains("leaky") && !body.contains(secret), "{body}");
     // A wrong token, a lowercase scheme with the wrong token: refused.
-    let (status, _) = get(&format!("Host: {addr}\nAuthorization: Bearer wrong-token-wrong-token\n"));
+    let (status, _) = get(&format!(
+        "Host: {addr}\nAuthorization: Bearer wrong-token-wrong-token\n"
+    ));
     assert_eq!(status, 401);
     // A rebinding page: right token or not, a foreign Host or Origin is refused first.
-    let (status, body) = get(&format!("Host: attacker.example\nAuthorization: Bearer {TOKEN}\n"));
+    let (status, body) = get(&format!(
+        "Host: attacker.example\nAuthorization: Bearer {TOKEN}\n"
+    ));
     assert_eq!(status, 403, "{body}");
     let (status, body) = get(&format!(
         "Host: {addr}\nOrigin: http://attacker.example\nAuthorization: Bearer {TOKEN}\n"
@@ -325,16 +323,26 @@ fn hostile_health_needs_the_token_and_an_allowed_host_and_hides_upstream_stderr(
     assert_eq!(status, 200, "{body}");
     let health: Value = serde_json::from_str(&body).unwrap();
     assert!(health["upstreams"]["leaky"]["down"].is_string(), "{health}");
-    assert!(!body.contains(secret) && !body.contains("hostile:"), "{body}");
+    assert!(
+        !body.contains(secret) && !body.contains("hostile:"),
+        "{body}"
+    );
     drop(serve);
 
     // Without a token (loopback), the Host check still guards /health.
     let serve = Serve::start(&config, &["--mode", "tools"], &dir.path().join("stderr2"));
-    let (status, _) = exchange(&serve.addr, "GET /health HTTP/1.1\nHost: rebind.example\n", b"");
+    let (status, _) = exchange(
+        &serve.addr,
+        "GET /health HTTP/1.1\nHost: rebind.example\n",
+        b"",
+    );
     assert_eq!(status, 403);
     let (status, body) = exchange(
         &serve.addr,
-        &format!("GET /health HTTP/1.1\nHost: localhost:{}\n", serve.addr.rsplit(':').next().unwrap()),
+        &format!(
+            "GET /health HTTP/1.1\nHost: localhost:{}\n",
+            serve.addr.rsplit(':').next().unwrap()
+        ),
         b"",
     );
     assert_eq!(status, 200, "{body}");
@@ -350,9 +358,12 @@ fn hostile_slow_and_idle_connections_time_out_and_are_capped() {
     let serve = Serve::start(
         &config,
         &[
-            "--mode", "tools",
-            "--header-timeout-secs", "1",
-            "--body-timeout-secs", "1",
+            "--mode",
+            "tools",
+            "--header-timeout-secs",
+            "1",
+            "--body-timeout-secs",
+            "1",
         ],
         &dir.path().join("stderr"),
     );
@@ -364,8 +375,14 @@ fn hostile_slow_and_idle_connections_time_out_and_are_capped() {
     half_head
         .write_all(format!("POST /mcp HTTP/1.1\r\nHost: {addr}\r\nContent-Ty").as_bytes())
         .unwrap();
-    assert!(closed_within(&mut silent, Duration::from_secs(20)), "an idle connection stayed open");
-    assert!(closed_within(&mut half_head, Duration::from_secs(20)), "half a head stayed open");
+    assert!(
+        closed_within(&mut silent, Duration::from_secs(20)),
+        "an idle connection stayed open"
+    );
+    assert!(
+        closed_within(&mut half_head, Duration::from_secs(20)),
+        "half a head stayed open"
+    );
     // Half a body: answered 408 with a JSON-RPC error naming the timeout.
     let mut half_body = TcpStream::connect(&addr).unwrap();
     let head = mcp_head(&addr, "Content-Length: 100\n").replace('\n', "\r\n");
@@ -377,13 +394,23 @@ fn hostile_slow_and_idle_connections_time_out_and_are_capped() {
         .unwrap();
     let (status, body) = read_response(&mut half_body);
     assert_eq!(status, 408, "{body}");
-    assert!(body.contains("body timeout") && body.contains("\"jsonrpc\""), "{body}");
+    assert!(
+        body.contains("body timeout") && body.contains("\"jsonrpc\""),
+        "{body}"
+    );
     drop(serve);
 
     // The cap: with room for 2 connections, a third waits until one closes.
     let serve = Serve::start(
         &config,
-        &["--mode", "tools", "--max-connections", "2", "--header-timeout-secs", "60"],
+        &[
+            "--mode",
+            "tools",
+            "--max-connections",
+            "2",
+            "--header-timeout-secs",
+            "60",
+        ],
         &dir.path().join("stderr2"),
     );
     let addr = serve.addr.clone();
@@ -392,19 +419,32 @@ fn hostile_slow_and_idle_connections_time_out_and_are_capped() {
     std::thread::sleep(Duration::from_millis(300));
     let mut third = TcpStream::connect(&addr).unwrap();
     third
-        .write_all(format!("GET /health HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n").as_bytes())
+        .write_all(
+            format!("GET /health HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n").as_bytes(),
+        )
         .unwrap();
-    third.set_read_timeout(Some(Duration::from_millis(1500))).unwrap();
+    third
+        .set_read_timeout(Some(Duration::from_millis(1500)))
+        .unwrap();
     let mut first = [0u8; 1];
     assert!(
         third.read(&mut first).is_err(),
         "a connection past the cap was served while the cap was full"
     );
     drop(idle_a);
-    third.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+    third
+        .set_read_timeout(Some(Duration::from_secs(30)))
+        .unwrap();
     let (status, _) = read_response(&mut third);
-    assert_eq!(status, 200, "the waiting connection was not served once one closed");
-    assert!(serve.stderr().contains("connection cap"), "{}", serve.stderr());
+    assert_eq!(
+        status, 200,
+        "the waiting connection was not served once one closed"
+    );
+    assert!(
+        serve.stderr().contains("connection cap"),
+        "{}",
+        serve.stderr()
+    );
     drop(serve);
 
     // At the descriptor limit: the cap is lowered below it, the server does not spin, logs a
@@ -417,7 +457,10 @@ fn hostile_slow_and_idle_connections_time_out_and_are_capped() {
             use std::os::unix::process::CommandExt;
             unsafe {
                 command.pre_exec(|| {
-                    let limit = libc::rlimit { rlim_cur: 256, rlim_max: 256 };
+                    let limit = libc::rlimit {
+                        rlim_cur: 256,
+                        rlim_max: 256,
+                    };
                     if libc::setrlimit(libc::RLIMIT_NOFILE, &limit) != 0 {
                         return Err(std::io::Error::last_os_error());
                     }
@@ -427,15 +470,24 @@ fn hostile_slow_and_idle_connections_time_out_and_are_capped() {
         },
     );
     let addr = serve.addr.clone();
-    let flood: Vec<TcpStream> = (0..400).filter_map(|_| TcpStream::connect(&addr).ok()).collect();
+    let flood: Vec<TcpStream> = (0..400)
+        .filter_map(|_| TcpStream::connect(&addr).ok())
+        .collect();
     std::thread::sleep(Duration::from_millis(500));
     let before = cpu_ticks(serve.pid());
     std::thread::sleep(Duration::from_secs(2));
     let used = cpu_ticks(serve.pid()) - before;
     // 2 s of wall time; a spinning accept loop uses all of it (200 ticks at 100 Hz).
-    assert!(used < 60, "serve used {used} ticks of CPU in 2 s while flooded");
+    assert!(
+        used < 60,
+        "serve used {used} ticks of CPU in 2 s while flooded"
+    );
     let log = serve.stderr();
-    assert!(log.len() < 16 * 1024, "{} bytes of log while flooded", log.len());
+    assert!(
+        log.len() < 16 * 1024,
+        "{} bytes of log while flooded",
+        log.len()
+    );
     assert!(log.contains("lowered"), "{log}");
     drop(flood);
     let deadline = Instant::now() + Duration::from_secs(30);
@@ -444,7 +496,10 @@ fn hostile_slow_and_idle_connections_time_out_and_are_capped() {
         if status == 200 {
             break;
         }
-        assert!(Instant::now() < deadline, "serve did not recover after the flood");
+        assert!(
+            Instant::now() < deadline,
+            "serve did not recover after the flood"
+        );
         std::thread::sleep(Duration::from_millis(200));
     }
 }
@@ -467,13 +522,23 @@ fn hostile_code_cells_are_scheduled_fairly_between_clients_with_a_deadline() {
         .map(|_| {
             let (addr, hog) = (addr.clone(), hog.clone());
             std::thread::spawn(move || {
-                session_call(&addr, &hog, "tool_search_code", json!({"code": "while (true) {}"}))
+                session_call(
+                    &addr,
+                    &hog,
+                    "tool_search_code",
+                    json!({"code": "while (true) {}"}),
+                )
             })
         })
         .collect();
     std::thread::sleep(Duration::from_millis(500));
     let started = Instant::now();
-    let answer = session_call(&addr, &polite, "tool_search_code", json!({"code": "return 6 * 7"}));
+    let answer = session_call(
+        &addr,
+        &polite,
+        "tool_search_code",
+        json!({"code": "return 6 * 7"}),
+    );
     let waited = started.elapsed();
     assert_eq!(answer["result"]["isError"], false, "{answer}");
     assert!(answer.to_string().contains("42"), "{answer}");
@@ -544,7 +609,14 @@ fn hostile_huge_names_are_echoed_bounded_and_an_unread_stderr_never_stalls() {
 
     // stderr on a pipe nobody reads, every event logged: requests are still answered.
     let mut child = Command::new(BIN)
-        .args(["serve", "--mode", "tools", "--http", "127.0.0.1:0", "--config"])
+        .args([
+            "serve",
+            "--mode",
+            "tools",
+            "--http",
+            "127.0.0.1:0",
+            "--config",
+        ])
         .arg(&config)
         .env("RUST_LOG", "trace")
         .stdout(Stdio::piped())
@@ -585,9 +657,7 @@ fn hostile_text_never_reaches_the_terminal_or_a_direct_definition() {
             "up": node_server("hostile_text.mjs", &[]),
         }}}),
     );
-    let unsafe_char = |c: char| {
-        matches!(c, '\u{1b}' | '\u{7}' | '\u{9b}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}' | '\u{200b}')
-    };
+    let unsafe_char = |c: char| matches!(c, '\u{1b}' | '\u{7}' | '\u{9b}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}' | '\u{200b}');
     // The CLI's terminal output, with every log line on.
     for args in [
         vec!["search", "render page"],
@@ -614,16 +684,24 @@ fn hostile_text_never_reaches_the_terminal_or_a_direct_definition() {
         );
     }
     // serve's log and a direct definition.
-    let serve = Serve::start_with(&config, &["--mode", "direct"], &dir.path().join("stderr"), |c| {
-        c.env("RUST_LOG", "debug");
-    });
+    let serve = Serve::start_with(
+        &config,
+        &["--mode", "direct"],
+        &dir.path().join("stderr"),
+        |c| {
+            c.env("RUST_LOG", "debug");
+        },
+    );
     let addr = serve.addr.clone();
     let list = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {"_meta": {
         "io.modelcontextprotocol/protocolVersion": "2026-07-28",
         "io.modelcontextprotocol/clientInfo": {"name": "test", "version": "1"},
         "io.modelcontextprotocol/clientCapabilities": {},
     }}});
-    let head = mcp_head(&addr, "MCP-Protocol-Version: 2026-07-28\nMcp-Method: tools/list\n");
+    let head = mcp_head(
+        &addr,
+        "MCP-Protocol-Version: 2026-07-28\nMcp-Method: tools/list\n",
+    );
     let (status, body) = exchange(&addr, &head, list.to_string().as_bytes());
     assert_eq!(status, 200, "{body}");
     let answer: Value = serde_json::from_str(&body).unwrap();
@@ -638,7 +716,13 @@ fn hostile_text_never_reaches_the_terminal_or_a_direct_definition() {
     let decoded: String = serde_json::from_str::<Value>(&text)
         .map(|v| v.to_string())
         .unwrap_or_default();
-    assert!(render["description"].as_str().unwrap().contains("Render a page"), "{render}");
+    assert!(
+        render["description"]
+            .as_str()
+            .unwrap()
+            .contains("Render a page"),
+        "{render}"
+    );
     for field in [
         render["description"].as_str().unwrap_or_default(),
         render["inputSchema"]["properties"]["page"]["description"]
@@ -649,7 +733,10 @@ fn hostile_text_never_reaches_the_terminal_or_a_direct_definition() {
         assert!(!field.chars().any(unsafe_char), "{field:?} in {decoded}");
     }
     // The values the model must send stay exact.
-    assert_eq!(render["inputSchema"]["properties"]["page"]["enum"], json!(["a", "b"]));
+    assert_eq!(
+        render["inputSchema"]["properties"]["page"]["enum"],
+        json!(["a", "b"])
+    );
     let log = serve.stderr();
     assert!(!log.chars().any(unsafe_char), "serve's log: {log:?}");
 }
@@ -666,7 +753,14 @@ fn hostile_http_front_bounds_and_errors_are_the_documented_ones() {
     );
     let serve = Serve::start(
         &config,
-        &["--mode", "tools", "--auth-token", TOKEN, "--grace-secs", "1"],
+        &[
+            "--mode",
+            "tools",
+            "--auth-token",
+            TOKEN,
+            "--grace-secs",
+            "1",
+        ],
         &dir.path().join("stderr"),
     );
     let addr = serve.addr.clone();
@@ -676,7 +770,10 @@ fn hostile_http_front_bounds_and_errors_are_the_documented_ones() {
     let (status, body) = exchange(
         &addr,
         &sessionless_head(&addr, "tool_call", &auth),
-        &sessionless_call("tool_call", json!({"id": "mcp:test:echo", "args": {"text": five}})),
+        &sessionless_call(
+            "tool_call",
+            json!({"id": "mcp:test:echo", "args": {"text": five}}),
+        ),
     );
     assert_eq!(status, 200, "{}", &body[..body.len().min(500)]);
     // 17 MiB: 413, a JSON-RPC error naming the bound.
@@ -684,27 +781,42 @@ fn hostile_http_front_bounds_and_errors_are_the_documented_ones() {
     let (status, body) = exchange(
         &addr,
         &sessionless_head(&addr, "tool_call", &auth),
-        &sessionless_call("tool_call", json!({"id": "mcp:test:echo", "args": {"text": big}})),
+        &sessionless_call(
+            "tool_call",
+            json!({"id": "mcp:test:echo", "args": {"text": big}}),
+        ),
     );
     assert_eq!(status, 413, "{body}");
     let error: Value = serde_json::from_str(&body).unwrap();
     assert_eq!(error["jsonrpc"], "2.0");
     assert!(
-        error["error"]["message"].as_str().unwrap().contains("MAX_MCP_MESSAGE_BYTES")
-            && error["error"]["message"].as_str().unwrap().contains("16777216"),
+        error["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("MAX_MCP_MESSAGE_BYTES")
+            && error["error"]["message"]
+                .as_str()
+                .unwrap()
+                .contains("16777216"),
         "{error}"
     );
     // Malformed JSON and a batch: 400, parse error / invalid request.
     let (status, body) = exchange(&addr, &mcp_head(&addr, &auth), b"{\"jsonrpc\": \"2.0\", ");
     assert_eq!(status, 400, "{body}");
-    assert_eq!(serde_json::from_str::<Value>(&body).unwrap()["error"]["code"], -32700);
+    assert_eq!(
+        serde_json::from_str::<Value>(&body).unwrap()["error"]["code"],
+        -32700
+    );
     let (status, body) = exchange(
         &addr,
         &mcp_head(&addr, &auth),
         br#"[{"jsonrpc":"2.0","id":1,"method":"ping"}]"#,
     );
     assert_eq!(status, 400, "{body}");
-    assert_eq!(serde_json::from_str::<Value>(&body).unwrap()["error"]["code"], -32600);
+    assert_eq!(
+        serde_json::from_str::<Value>(&body).unwrap()["error"]["code"],
+        -32600
+    );
     // DELETE of a session that does not exist: 404; of one that does: 204.
     let delete = |id: &str| {
         exchange(
@@ -729,7 +841,10 @@ fn hostile_http_front_bounds_and_errors_are_the_documented_ones() {
             exchange(
                 &addr,
                 &sessionless_head(&addr, "tool_call", &auth),
-                &sessionless_call("tool_call", json!({"id": "mcp:test:sleep", "args": {"ms": 60000}})),
+                &sessionless_call(
+                    "tool_call",
+                    json!({"id": "mcp:test:sleep", "args": {"ms": 60000}}),
+                ),
             )
         })
     };
@@ -748,7 +863,14 @@ fn hostile_http_front_bounds_and_errors_are_the_documented_ones() {
 
     // A weak token is refused at start, saying why.
     let out = Command::new(BIN)
-        .args(["serve", "--http", "127.0.0.1:0", "--auth-token", "x", "--config"])
+        .args([
+            "serve",
+            "--http",
+            "127.0.0.1:0",
+            "--auth-token",
+            "x",
+            "--config",
+        ])
         .arg(&config)
         .output()
         .unwrap();
