@@ -2,12 +2,12 @@
 //! pool, behind a cap on live workers shared fairly between clients.
 //!
 //! Owns: the zygote handle (restarted if it dies), the pool of `Ready` workers and its background
-//! refill, the live-worker slots ([`super::fair::Slots`]), [`Supervisor::probe`], [`Supervisor::verify_seccomp`] and
+//! refill, the live-worker slots ([`crate::sandbox::fair::Slots`]), [`Supervisor::probe`], [`Supervisor::verify_seccomp`] and
 //! shutdown.
 //! Never does: run a cell on a worker that already ran one; fork the host; refill inside a cell's
 //! timed path; leave a process behind after [`Supervisor::shutdown`] (or, best effort, `Drop`).
 //! Invariants: at most `live_workers` cells run at once (others wait, each client in turn, at
-//! most their own timeout: [`super::fair`]); at most `pool_size`
+//! most their own timeout: [`crate::sandbox::fair`]); at most `pool_size`
 //! idle ready workers exist; a cell's deadline starts when its body is sent to its worker, and
 //! every wait on the zygote before that (restart, fork, `Ready`) is bounded by the same deadline:
 //! a zygote that does not answer a fork request by then (at least 1 s) is killed and replaced.
