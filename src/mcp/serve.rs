@@ -93,7 +93,7 @@ pub enum ServeError {
         /// The address asked for.
         addr: SocketAddr,
     },
-    /// The token is too weak to guard a server ([`crate::mcp::front::check_token`]).
+    /// The token is too weak to guard a server (`mcp::front::check_token`).
     #[error("refusing --auth-token: {0}")]
     Token(String),
     /// The listener could not be bound.
@@ -478,7 +478,7 @@ pub struct HttpListener {
 
 impl HttpListener {
     /// Binds `addr`; a non-loopback address needs a token, and a token must be strong enough
-    /// ([`crate::mcp::front::check_token`]).
+    /// (`mcp::front::check_token`).
     pub async fn bind(
         addr: SocketAddr,
         options: &ServeOptions,

@@ -56,7 +56,7 @@ pub struct Limits {
     /// the guest's promise rejects with a message naming the limit; if the guest does not catch it
     /// the cell ends with `LimitExceeded`. Default 1,000, clamp 1–100,000.
     pub bridge_calls: u32,
-    /// Workers running cells at once; further cells queue, each client in turn ([`crate::sandbox::fair`]). Ready (idle) pool workers are not
+    /// Workers running cells at once; further cells queue, each client in turn (`sandbox::fair`). Ready (idle) pool workers are not
     /// counted, so at most `live_workers + pool_size` workers exist. Default 2 × cores (at least 2),
     /// clamp 1–256.
     pub live_workers: usize,
