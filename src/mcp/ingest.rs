@@ -230,6 +230,11 @@ pub fn ingest(server: &McpServer, filters: &Filters, entries: &[Value]) -> Inges
         descriptor.label = title;
         descriptor.requires_approval = needs_approval(server.approval, annotations.as_ref());
         descriptor.annotations = annotations;
+        if name != raw_name {
+            // The upstream's own name, so policy and approval globs written with it match, and
+            // a selector giving it resolves.
+            descriptor.external_id = Some(format!("mcp:{}:{raw_name}", descriptor.owner));
+        }
         out.tools.push(Listed {
             raw_name: raw_name.to_string(),
             descriptor,

@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 use pretty_assertions::assert_eq;
 use serde_json::{Value, json};
 use toolsearch::{
-    Config, FailureKind, GlobApprovals, Mode, Reply, Session, UpstreamStatus, Upstreams,
+    Config, FailureKind, GlobApprovals, Mode, Policy, Reply, Session, UpstreamStatus, Upstreams,
 };
 
 use crate::support::{BIN, rt};
@@ -64,6 +64,10 @@ impl Run {
     }
 
     fn with(servers: Value, mode: Mode, approve: &[&str]) -> Run {
+        Run::build(servers, mode, approve, Policy::allow_all())
+    }
+
+    fn build(servers: Value, mode: Mode, approve: &[&str], policy: Policy) -> Run {
         let config = Config::from_value(&json!({"mcp": {"servers": servers}}), None).unwrap();
         let rt = rt();
         let approvals =
@@ -74,6 +78,7 @@ impl Run {
             let session = Session::builder(config)
                 .mode(mode)
                 .catalog(upstreams.catalog(&[]))
+                .policy(policy)
                 .approvals(Arc::new(approvals))
                 .worker_binary(BIN)
                 .warm_pool(0)
@@ -984,4 +989,75 @@ fn an_upstream_message_past_a_bound_is_rejected_naming_it_and_the_server() {
         text(&run.call("mcp:other:echo", json!({"text": "and here"}))),
         "and here"
     );
+}
+
+/// Issue 25, class 3. A hostile server lists lookalike tools (`a.b` / `A.B`, `a b`, `ümlaut` /
+/// `ÜMLAUT`). A denied exact id is an error everywhere — call, lenient forms, describe, a cell's
+/// `openclaw.tools.call` — never a case-insensitive fallback to its lookalike; and a deny written
+/// with the upstream's raw name (`mcp:evil:a b`, a bare non-ASCII name) denies the tool it names.
+#[test]
+fn hostile_policy_exact_denied_id_never_falls_back() {
+    let policy = Policy::from_json(&json!({"session": {"deny": [
+        "mcp:evil:a.b", "mcp:evil:a b", "ümlaut",
+    ]}}))
+    .unwrap();
+    let run = Run::build(
+        json!({"evil": test_server(&["--lookalikes", "--name", "evil"])}),
+        Mode::Code,
+        &[],
+        policy,
+    );
+    // The allowed lookalikes run when named exactly.
+    assert_eq!(text(&run.call("mcp:evil:A.B", json!({}))), "ran A.B");
+    assert_eq!(
+        text(&run.call("mcp:evil:_x__c3_9cMLAUT", json!({}))),
+        "ran ÜMLAUT"
+    );
+    // The denied ones are unknown, whatever form names them; nothing else runs instead.
+    for selector in [
+        "mcp:evil:a.b",
+        "evil.a.b",
+        "evil:a.b",
+        "evil__a.b",
+        "mcp:evil:a b",
+        "mcp:evil:_x_a_20b",
+        "mcp:evil:ümlaut",
+        "mcp:evil:_x__c3_bclaut",
+    ] {
+        let reply = run.call(selector, json!({}));
+        let (kind, message) = failure(&reply);
+        assert_eq!(kind, FailureKind::Unknown, "{selector}: {message}");
+        assert!(!reply.text().contains("ran "), "{selector}: {reply:?}");
+        let described = run.session.describe(&json!({"id": selector}));
+        assert!(
+            matches!(described, Reply::Failed { .. }),
+            "{selector}: {described:?}"
+        );
+    }
+    let cell = run.cell(
+        r#"
+        const out = [];
+        for (const id of ["mcp:evil:a.b", "mcp:evil:a b", "mcp:evil:ümlaut", "evil.a.b"]) {
+            try { const r = await openclaw.tools.call(id, {}); out.push(r.result.text); }
+            catch (e) { out.push(e.message); }
+            try { const d = await openclaw.tools.describe(id); out.push("described " + d.id); }
+            catch (e) { out.push(e.message); }
+        }
+        return out;
+        "#,
+    );
+    for message in cell["value"].as_array().unwrap() {
+        let message = message.as_str().unwrap();
+        assert!(message.starts_with("Unknown tool"), "{cell}");
+    }
+    // Invisible: search never lists them.
+    let hits = run.search("lookalike tool called");
+    assert!(hits.contains(&"mcp:evil:A.B".to_string()), "{hits:?}");
+    for denied in [
+        "mcp:evil:a.b",
+        "mcp:evil:_x_a_20b",
+        "mcp:evil:_x__c3_bclaut",
+    ] {
+        assert!(!hits.contains(&denied.to_string()), "{hits:?}");
+    }
 }
