@@ -58,7 +58,7 @@ pub use catalog::{
     Executor, FailureKind, FnTool, NestedCalls, Source, Tool, ToolError, ToolOutput, tool_id,
 };
 pub use config::{
-    Bounds, Config, ConfigError, DirectoryStyle, McpApproval, McpServer, McpTransport, Mode,
+    AgentLimits, Bounds, Config, ConfigError, DirectoryStyle, McpApproval, McpServer, McpTransport, Mode,
     Profile, SearchLimits,
 };
 pub use gateway::{
