@@ -35,6 +35,7 @@ pub mod bounded;
 pub mod ingest;
 pub mod names;
 pub mod serve;
+pub mod transport;
 pub mod upstream;
 
 use std::sync::{Arc, Mutex};

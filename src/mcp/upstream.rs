@@ -3,8 +3,10 @@
 //!
 //! Owns: starting the server (a child process that gets only the configured environment, in
 //! its own process group, killed with the group when the gateway drops it, or a streamable-HTTP
-//! connection), the MCP handshake and `tools/list` through every page within
-//! `startupTimeoutMs`, re-listing on `notifications/tools/list_changed`, draining the child's
+//! connection; a stdio child speaks through [`super::transport`]), the MCP handshake and
+//! `tools/list` through every page — up to the per-server tool cap, then no further page is
+//! asked for — within `startupTimeoutMs`, re-listing on `notifications/tools/list_changed`,
+//! draining the child's
 //! stderr into a bounded tail, the executor of each listed tool ([`McpTool`]: the raw name goes
 //! upstream, `callTimeoutMs` bounds the call and sends `notifications/cancelled`, a dropped call
 //! cancels too), and the supervisor loop: a server that fails to start or dies is marked down
@@ -19,7 +21,8 @@ use std::time::Duration;
 
 use rmcp::model::{
     CallToolRequestParams, CallToolResult, ClientCapabilities, ClientConfig, ClientRequest,
-    Implementation, PaginatedRequestParams, ProgressNotificationParam, Request, ServerResult,
+    CustomResult, Implementation, PaginatedRequestParams, ProgressNotificationParam, Request,
+    RequestOptionalParam, ServerResult,
 };
 use rmcp::service::{NotificationContext, Peer, PeerRequestOptions, RoleClient, RunningService};
 use rmcp::{ClientHandler, ServiceError, ServiceExt};
@@ -28,8 +31,9 @@ use tokio::io::AsyncBufReadExt;
 use tokio::io::AsyncReadExt;
 use tokio::sync::{Notify, watch};
 
-use super::bounded::{Bounded, Violation};
-use super::ingest::{self, Filters};
+use super::bounded::Violation;
+use super::ingest::{self, Filters, Ingest, Ingested};
+use super::transport::{StdioClient, TRANSPORT_ERROR};
 use super::{PROGRESS, ProgressSink};
 use crate::catalog::{
     BoxFuture, CallContext, Descriptor, FailureKind, Tool, ToolError, ToolOutput,
@@ -452,13 +456,12 @@ impl Upstream {
                 if let Ok(mut slot) = self.violation.lock() {
                     *slot = None;
                 }
-                let stdout = Bounded::new(
+                let transport = StdioClient::new(
                     stdout,
+                    stdin,
                     format!("the MCP server {:?}", self.config.name),
                     self.violation.clone(),
                 );
-                let transport =
-                    rmcp::transport::async_rw::AsyncRwTransport::new_client(stdout, stdin);
                 let service = match events.serve(transport).await {
                     Ok(service) => service,
                     Err(e) => {
@@ -503,24 +506,55 @@ impl Upstream {
         Ok(Connection { service, child })
     }
 
-    /// `tools/list` through every page; publishes the new tools.
+    /// `tools/list` through every page, up to the per-server tool cap (the pages after it are
+    /// not asked for); publishes the new tools. A stdio page arrives as its message's text and
+    /// is read entry by entry (`transport.rs`, `ingest::read_page`); an HTTP page as rmcp
+    /// decoded it (a typed list, or the plain JSON value when one of its tools did not decode).
     async fn list(self: &Arc<Self>, peer: &Peer<RoleClient>) -> Result<(), String> {
-        let mut entries: Vec<Value> = Vec::new();
+        let mut ingest = Ingest::new(&self.config, &self.filters);
         let mut cursor: Option<String> = None;
         for _ in 0..MAX_PAGES {
-            let page = peer
-                .list_tools(Some(
-                    PaginatedRequestParams::default().with_cursor(cursor.clone()),
-                ))
+            let request = ClientRequest::ListToolsRequest(RequestOptionalParam::with_param(
+                PaginatedRequestParams::default().with_cursor(cursor.clone()),
+            ));
+            let answer = peer
+                .send_request(request)
                 .await
                 .map_err(|e| format!("tools/list failed: {e}"))?;
-            entries.extend(page_entries(page.tools));
-            match page.next_cursor {
+            let next = match answer {
+                ServerResult::CustomResult(CustomResult(Value::String(message))) => {
+                    ingest::read_page(&message, &mut ingest)?
+                }
+                ServerResult::ListToolsResult(page) => {
+                    for entry in page_entries(page.tools) {
+                        ingest.value(&entry);
+                    }
+                    page.next_cursor
+                }
+                ServerResult::CustomResult(CustomResult(Value::Object(mut page))) => {
+                    let Some(Value::Array(tools)) = page.remove("tools") else {
+                        return Err("the tools/list answer has no tools array".into());
+                    };
+                    for entry in &tools {
+                        ingest.value(entry);
+                    }
+                    page.remove("nextCursor")
+                        .and_then(|c| c.as_str().map(str::to_string))
+                }
+                _ => return Err("the tools/list answer is not a list of tools".into()),
+            };
+            match next {
                 Some(next) if !next.is_empty() && Some(&next) != cursor.as_ref() => {
-                    cursor = Some(next)
+                    if ingest.full() {
+                        // The cap is reached: the pages after this one are not asked for.
+                        ingest.pages_left_unread();
+                        self.publish(ingest.finish());
+                        return Ok(());
+                    }
+                    cursor = Some(next);
                 }
                 _ => {
-                    self.publish(&entries);
+                    self.publish(ingest.finish());
                     return Ok(());
                 }
             }
@@ -528,8 +562,7 @@ impl Upstream {
         Err(format!("tools/list had more than {MAX_PAGES} pages"))
     }
 
-    fn publish(self: &Arc<Self>, entries: &[Value]) {
-        let ingested = ingest::ingest(&self.config, &self.filters, entries);
+    fn publish(self: &Arc<Self>, ingested: Ingested) {
         for issue in &ingested.issues {
             tracing::warn!(server = %self.config.name, "{issue}");
         }
@@ -701,6 +734,14 @@ impl Upstream {
                     timeout.as_millis()
                 ),
             ))),
+            Err(ServiceError::McpError(error)) if error.code == TRANSPORT_ERROR => {
+                // The transport refused the answer (a bound, not UTF-8, the wrong shape): the
+                // message names the server and why.
+                Err(Broken::Tool(ToolError::of(
+                    FailureKind::ToolFailed,
+                    error.message.into_owned(),
+                )))
+            }
             Err(ServiceError::McpError(error)) => {
                 let kind = if error.code == rmcp::model::ErrorCode::INVALID_PARAMS {
                     FailureKind::BadArguments

@@ -1061,3 +1061,144 @@ fn hostile_policy_exact_denied_id_never_falls_back() {
         assert!(!hits.contains(&denied.to_string()), "{hits:?}");
     }
 }
+
+fn hostile_server(args: &[&str]) -> Value {
+    let mut all = vec![
+        fixtures()
+            .join("servers/hostile.mjs")
+            .display()
+            .to_string(),
+    ];
+    all.extend(args.iter().map(|a| a.to_string()));
+    json!({"command": "node", "args": all, "startupTimeoutMs": 120000})
+}
+
+fn issues(run: &Run, name: &str) -> Vec<String> {
+    run.upstreams
+        .servers()
+        .iter()
+        .find(|s| s.name() == name)
+        .unwrap()
+        .issues()
+}
+
+/// Issue 25, class 5. A server that pages forever (1,000 tools a page): the listing stops at the
+/// per-server tool cap instead of reading (and holding) every page up to the page bound, says
+/// so once, and the server is ready with the first 10,000 tools.
+#[test]
+fn hostile_upstream_listing_stops_paging_at_the_tool_cap() {
+    let run = Run::new(
+        json!({"endless": hostile_server(&["--listing", "endless", "--tools", "1000"])}),
+        Mode::Tools,
+    );
+    assert_eq!(run.status("endless"), UpstreamStatus::Ready);
+    assert_eq!(run.session.telemetry()["catalog_size"], 10_000);
+    let pages: usize = text(&run.call("mcp:endless:pages", json!({})))
+        .parse()
+        .unwrap();
+    assert!(pages <= 11, "{pages} pages were asked for");
+    let issues = issues(&run, "endless");
+    let cap: Vec<&String> = issues
+        .iter()
+        .filter(|i| i.contains("MAX_TOOLS_PER_SERVER"))
+        .collect();
+    assert_eq!(cap.len(), 1, "{issues:?}");
+    assert!(cap[0].contains("no further pages are read"), "{cap:?}");
+}
+
+/// Peak RSS (KiB) of `toolsearch search` over one configured server, from `wait4`.
+fn search_peak_rss_kib(dir: &std::path::Path, server: Value) -> i64 {
+    let config = config_file(dir, json!({"h": server}));
+    let child = Command::new(BIN)
+        .args(["search", "echo text", "--limit", "1", "--config"])
+        .arg(&config)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut status = 0;
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    let pid = unsafe { libc::wait4(child.id() as i32, &mut status, 0, &mut usage) };
+    assert_eq!(pid, child.id() as i32);
+    assert!(libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0, "{status}");
+    usage.ru_maxrss
+}
+
+/// Issue 25, class 5. One 14 MB `tools/list` message — 140,000 small tools (past the cap), or
+/// one tool with a 14 MB schema of empty arrays — no longer peaks at 20–30× its size: the page
+/// is read entry by entry from its bytes (measured before: 339 MB and 468 MB peak RSS; after:
+/// 78 MB and 30 MB).
+#[test]
+fn hostile_upstream_listing_memory_stays_a_small_multiple_of_the_message() {
+    let dir = tempfile::tempdir().unwrap();
+    for listing in ["many", "huge"] {
+        let server = hostile_server(&["--listing", listing, "--bytes", "14000000"]);
+        let peak = search_peak_rss_kib(dir.path(), server);
+        assert!(
+            peak < 200 * 1024,
+            "{listing}: a 14 MB listing peaked at {} MiB",
+            peak / 1024
+        );
+    }
+}
+
+/// Issue 25, class 6. Tools whose `inputSchema` is an array, a string, `true`, or nested past
+/// the message depth bound are repaired (`{}`) with a named issue each; the server's other
+/// tools stay and answer.
+#[test]
+fn hostile_upstream_malformed_tool_is_repaired_and_the_others_stay() {
+    let run = Run::new(
+        json!({"bad": hostile_server(&["--malformed"])}),
+        Mode::Tools,
+    );
+    assert_eq!(run.status("bad"), UpstreamStatus::Ready);
+    for tool in ["well_formed_1", "well_formed_2", "well_formed_3"] {
+        assert_eq!(
+            text(&run.call(&format!("mcp:bad:{tool}"), json!({}))),
+            format!("ran {tool}")
+        );
+    }
+    assert_eq!(
+        text(&run.call("mcp:bad:echo", json!({"text": "still here"}))),
+        "still here"
+    );
+    let issues = issues(&run, "bad");
+    for (tool, why) in [
+        ("schema_array", "inputSchema is an array, not an object"),
+        ("schema_string", "inputSchema is a string, not an object"),
+        ("schema_true", "inputSchema is a boolean, not an object"),
+        ("schema_deep", "MAX_MCP_MESSAGE_DEPTH"),
+    ] {
+        assert!(
+            issues
+                .iter()
+                .any(|i| i.contains(&format!("\"{tool}\"")) && i.contains(why)),
+            "{tool}: {issues:?}"
+        );
+        // Repaired, not dropped: the tool is listed with an empty schema.
+        let described = run.session.describe(&json!({"id": format!("mcp:bad:{tool}")}));
+        assert_eq!(described.body()["input_schema"], json!({}), "{described:?}");
+    }
+}
+
+/// Issue 25, class 7. An answer that is not UTF-8 fails that call at once, naming the server and
+/// the reason — not a wait for `callTimeoutMs` — and the connection goes on.
+#[test]
+fn hostile_upstream_invalid_utf8_fails_the_call_at_once_naming_the_server() {
+    let mut server = hostile_server(&["--name", "utf"]);
+    server["callTimeoutMs"] = json!(60_000);
+    let run = Run::new(json!({"utf": server}), Mode::Tools);
+    let before = text(&run.call("mcp:utf:pids", json!({})));
+    let (kind, message) = failure(&run.call("mcp:utf:bad_utf8", json!({})));
+    assert_ne!(kind, FailureKind::Timeout, "{message}");
+    assert!(
+        message.contains("\"utf\"") && message.contains("not valid UTF-8"),
+        "{message}"
+    );
+    // The same process still answers on the same connection.
+    assert_eq!(text(&run.call("mcp:utf:pids", json!({}))), before);
+    assert_eq!(
+        text(&run.call("mcp:utf:echo", json!({"text": "after"}))),
+        "after"
+    );
+}
