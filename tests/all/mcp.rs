@@ -73,7 +73,8 @@ impl Run {
         let approvals =
             GlobApprovals::new(&approve.iter().map(|a| a.to_string()).collect::<Vec<_>>()).unwrap();
         let (upstreams, session) = rt.block_on(async {
-            let upstreams = Upstreams::start(&config.mcp).unwrap();
+            // Each stdio server under the binary's supervisor, as the CLI runs them.
+            let upstreams = Upstreams::start_with(&config.mcp, Some(BIN.into())).unwrap();
             upstreams.ready().await;
             let session = Session::builder(config)
                 .mode(mode)
@@ -1106,34 +1107,47 @@ fn hostile_upstream_listing_stops_paging_at_the_tool_cap() {
     assert!(cap[0].contains("no further pages are read"), "{cap:?}");
 }
 
-/// Peak RSS (KiB) of `toolsearch search` over one configured server, from `wait4`.
-fn search_peak_rss_kib(dir: &std::path::Path, server: Value) -> i64 {
+/// Peak RSS (KiB, `VmHWM`) of `toolsearch serve` once it serves the tools of one configured
+/// server (the server's own memory is its process's, not counted).
+fn serve_peak_rss_kib(dir: &std::path::Path, server: Value) -> u64 {
     let config = config_file(dir, json!({"h": server}));
-    let child = Command::new(BIN)
-        .args(["search", "echo text", "--limit", "1", "--config"])
+    let mut child = Command::new(BIN)
+        .args(["serve", "--mode", "tools", "--config"])
         .arg(&config)
+        .stdin(Stdio::piped())
         .stdout(Stdio::null())
-        .stderr(Stdio::null())
+        .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    let mut status = 0;
-    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
-    let pid = unsafe { libc::wait4(child.id() as i32, &mut status, 0, &mut usage) };
-    assert_eq!(pid, child.id() as i32);
-    assert!(libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0, "{status}");
-    usage.ru_maxrss
+    let mut stderr = BufReader::new(child.stderr.take().unwrap());
+    let mut line = String::new();
+    loop {
+        line.clear();
+        assert!(stderr.read_line(&mut line).unwrap() > 0, "serve ended early");
+        if line.contains("serving") {
+            break;
+        }
+    }
+    let status = std::fs::read_to_string(format!("/proc/{}/status", child.id())).unwrap();
+    let _ = child.kill();
+    let _ = child.wait();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .unwrap()
 }
 
 /// Issue 25, class 5. One 14 MB `tools/list` message — 140,000 small tools (past the cap), or
-/// one tool with a 14 MB schema of empty arrays — no longer peaks at 20–30× its size: the page
-/// is read entry by entry from its bytes (measured before: 339 MB and 468 MB peak RSS; after:
-/// 78 MB and 30 MB).
+/// one tool with a 14 MB schema of empty arrays — no longer peaks at 25–33× its size: the page
+/// is read entry by entry from its bytes (serve's peak RSS measured before: 357 MB and 466 MB;
+/// after: 78 MB and 29 MB, of which ~28 MB is serve's own floor).
 #[test]
 fn hostile_upstream_listing_memory_stays_a_small_multiple_of_the_message() {
     let dir = tempfile::tempdir().unwrap();
     for listing in ["many", "huge"] {
         let server = hostile_server(&["--listing", listing, "--bytes", "14000000"]);
-        let peak = search_peak_rss_kib(dir.path(), server);
+        let peak = serve_peak_rss_kib(dir.path(), server);
         assert!(
             peak < 200 * 1024,
             "{listing}: a 14 MB listing peaked at {} MiB",
@@ -1201,4 +1215,110 @@ fn hostile_upstream_invalid_utf8_fails_the_call_at_once_naming_the_server() {
         text(&run.call("mcp:utf:echo", json!({"text": "after"}))),
         "after"
     );
+}
+
+/// Live processes whose command line carries `--name <marker>` (zombies have none).
+fn marked(marker: &str) -> Vec<u32> {
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Some(pid) = entry.file_name().to_str().and_then(|p| p.parse::<u32>().ok()) else {
+            continue;
+        };
+        let Ok(cmdline) = std::fs::read(format!("/proc/{pid}/cmdline")) else {
+            continue;
+        };
+        let args: Vec<&[u8]> = cmdline.split(|b| *b == 0).collect();
+        if args
+            .windows(2)
+            .any(|w| w[0] == b"--name" && w[1] == marker.as_bytes())
+            && !args.iter().any(|a| *a == b"__toolsearch-mcp-supervisor")
+        {
+            out.push(pid);
+        }
+    }
+    out.sort_unstable();
+    out
+}
+
+fn alive(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .is_ok_and(|stat| !stat.rsplit_once(')').is_some_and(|(_, rest)| rest.trim_start().starts_with('Z')))
+}
+
+/// Waits (bounded) until `check` holds.
+fn wait_until(what: &str, seconds: u64, mut check: impl FnMut() -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(seconds);
+    while !check() {
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+fn serve_stdio(config: &std::path::Path) -> Child {
+    Command::new(BIN)
+        .args(["serve", "--mode", "tools", "--config"])
+        .arg(config)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap()
+}
+
+/// Issue 25, class 11. An upstream's descendants — a child (the `npx` → `node` shape) and a
+/// grandchild that called `setsid` — are gone soon after `serve` is killed with SIGKILL, and a
+/// crash-looping server leaks no process per restart.
+#[test]
+fn hostile_upstream_descendants_never_outlive_serve_or_a_crashing_server() {
+    let dir = tempfile::tempdir().unwrap();
+    let marker = format!("reap-{}", std::process::id());
+    let config = config_file(
+        dir.path(),
+        json!({"h": hostile_server(&["--descendants", "--name", &marker])}),
+    );
+    let mut serve = serve_stdio(&config);
+    wait_until("the server, its child and its setsid grandchild", 30, || {
+        marked(&marker).len() == 3
+    });
+    let pids = marked(&marker);
+    let sessions: std::collections::BTreeSet<String> = pids
+        .iter()
+        .map(|pid| {
+            let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
+            stat.rsplit_once(')').unwrap().1.split_whitespace().nth(3).unwrap().to_string()
+        })
+        .collect();
+    assert_eq!(sessions.len(), 2, "the grandchild left the session: {sessions:?}");
+    serve.kill().unwrap(); // SIGKILL: no handler of serve runs
+    serve.wait().unwrap();
+    wait_until("every descendant to be gone after kill -9 of serve", 10, || {
+        pids.iter().all(|pid| !alive(*pid))
+    });
+
+    // A server that exits 300 ms after each start, leaving its descendants behind.
+    let marker = format!("crash-{}", std::process::id());
+    let config = config_file(
+        dir.path(),
+        json!({"h": hostile_server(&["--descendants", "--exit-after", "300", "--name", &marker])}),
+    );
+    let mut serve = serve_stdio(&config);
+    let mut generations = std::collections::BTreeSet::new();
+    let mut most = 0;
+    wait_until("four generations of the crashing server", 60, || {
+        let live = marked(&marker);
+        most = most.max(live.len());
+        // The server is the oldest (lowest pid, usually) of a generation; count distinct sets.
+        if let Some(first) = live.first() {
+            generations.insert(*first);
+        }
+        generations.len() >= 4
+    });
+    assert!(most <= 6, "{most} processes of a crash-looping server were alive at once");
+    unsafe {
+        libc::kill(serve.id() as i32, libc::SIGTERM);
+    }
+    serve.wait().unwrap();
+    wait_until("every descendant to be gone after serve exited", 10, || {
+        marked(&marker).is_empty()
+    });
 }
