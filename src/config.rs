@@ -1009,7 +1009,11 @@ impl Raw {
         ) {
             config.agent.max_run_result_bytes = v;
         }
-        if let Some(v) = agent("runTimeoutMs", self.agent_run_timeout_ms, AGENT_RUN_TIMEOUT_MS) {
+        if let Some(v) = agent(
+            "runTimeoutMs",
+            self.agent_run_timeout_ms,
+            AGENT_RUN_TIMEOUT_MS,
+        ) {
             config.agent.run_timeout = Duration::from_millis(v);
         }
         config.warnings = warnings;

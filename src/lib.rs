@@ -59,8 +59,8 @@ pub use catalog::{
     Executor, FailureKind, FnTool, NestedCalls, Source, Tool, ToolError, ToolOutput, tool_id,
 };
 pub use config::{
-    AgentLimits, Bounds, Config, ConfigError, DirectoryStyle, McpApproval, McpServer, McpTransport, Mode,
-    Profile, SearchLimits,
+    AgentLimits, Bounds, Config, ConfigError, DirectoryStyle, McpApproval, McpServer, McpTransport,
+    Mode, Profile, SearchLimits,
 };
 pub use gateway::{
     Approval, ApprovalHandler, BeforeToolCall, CallError, CallOutcome, ClientCall, Envelope,
@@ -121,7 +121,10 @@ pub mod bench {
 /// completion), `None` otherwise — and then this executable is known to run upstream
 /// supervisors, so [`Upstreams::start`] puts one between the gateway and every stdio server.
 pub fn dispatch_role() -> Option<std::process::ExitCode> {
-    if std::env::args_os().nth(1).is_some_and(|role| role == mcp::supervise::ROLE) {
+    if std::env::args_os()
+        .nth(1)
+        .is_some_and(|role| role == mcp::supervise::ROLE)
+    {
         return Some(mcp::supervise::supervisor_main());
     }
     let code = sandbox::dispatch_role();

@@ -417,8 +417,8 @@ impl Agent {
         options.max_turns = options.max_turns.clamp(1, 100);
         options.max_calls_per_turn = crate::config::AGENT_MAX_CALLS_PER_TURN
             .clamp(options.max_calls_per_turn as u64) as usize;
-        options.max_run_result_bytes = crate::config::AGENT_MAX_RUN_RESULT_BYTES
-            .clamp(options.max_run_result_bytes);
+        options.max_run_result_bytes =
+            crate::config::AGENT_MAX_RUN_RESULT_BYTES.clamp(options.max_run_result_bytes);
         options.run_timeout = Duration::from_millis(
             crate::config::AGENT_RUN_TIMEOUT_MS.clamp(options.run_timeout.as_millis() as u64),
         );
@@ -763,9 +763,7 @@ impl Agent {
             crate::sandbox::truncate_to(&mut text, limit);
             text.push_str(&format!(" …[cut: {total} bytes in all]"));
         }
-        conversation.result_bytes = conversation
-            .result_bytes
-            .saturating_add(text.len() as u64);
+        conversation.result_bytes = conversation.result_bytes.saturating_add(text.len() as u64);
         conversation.messages.push(json!({
             "role": "tool",
             "tool_call_id": id,

@@ -97,17 +97,13 @@ impl ProviderArgs {
             max_turns: self.max_turns,
             token_budget: self.token_budget,
             lenient,
-            max_calls_per_turn: self
-                .max_calls_per_turn
-                .unwrap_or(limits.max_calls_per_turn),
+            max_calls_per_turn: self.max_calls_per_turn.unwrap_or(limits.max_calls_per_turn),
             max_run_result_bytes: self
                 .max_run_result_bytes
                 .unwrap_or(limits.max_run_result_bytes),
-            run_timeout: self
-                .run_timeout_secs
-                .map_or(limits.run_timeout, |secs| {
-                    Duration::from_secs(secs.min(u64::MAX / 1000))
-                }),
+            run_timeout: self.run_timeout_secs.map_or(limits.run_timeout, |secs| {
+                Duration::from_secs(secs.min(u64::MAX / 1000))
+            }),
             ..AgentOptions::default()
         }
     }

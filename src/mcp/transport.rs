@@ -164,7 +164,11 @@ where
         while matches!(line.last(), Some(b'\n' | b'\r')) {
             line.pop();
         }
-        let start = if line.starts_with(b"\xEF\xBB\xBF") { 3 } else { 0 };
+        let start = if line.starts_with(b"\xEF\xBB\xBF") {
+            3
+        } else {
+            0
+        };
         let bytes = &line[start..];
         if bytes.iter().all(u8::is_ascii_whitespace) {
             return (None, Some(line));
@@ -189,8 +193,8 @@ where
             return (None, Some(line));
         };
         let depth = nesting(text.as_bytes());
-        let is_answer = envelope.method.is_none()
-            && (envelope.result.is_some() || envelope.error.is_some());
+        let is_answer =
+            envelope.method.is_none() && (envelope.result.is_some() || envelope.error.is_some());
         let id = envelope
             .id
             .and_then(|raw| serde_json::from_str::<RequestId>(raw.get()).ok());
@@ -218,7 +222,10 @@ where
                 }),
                 Err(e) => self.error_for(
                     id,
-                    format!("{} answered with a malformed JSON-RPC error ({e})", self.peer),
+                    format!(
+                        "{} answered with a malformed JSON-RPC error ({e})",
+                        self.peer
+                    ),
                 ),
             };
             return (Some(message), Some(line));
@@ -246,7 +253,10 @@ where
             }),
             Err(e) => self.error_for(
                 id.clone(),
-                format!("{} answered {what} with a malformed result ({e})", self.peer),
+                format!(
+                    "{} answered {what} with a malformed result ({e})",
+                    self.peer
+                ),
             ),
         };
         let message = match expect {
@@ -445,7 +455,12 @@ mod tests {
     use super::*;
 
     fn client() -> StdioClient<&'static [u8], Vec<u8>> {
-        StdioClient::new(&b""[..], Vec::new(), "the MCP server \"t\"", Violation::default())
+        StdioClient::new(
+            &b""[..],
+            Vec::new(),
+            "the MCP server \"t\"",
+            Violation::default(),
+        )
     }
 
     fn expect(client: &StdioClient<&'static [u8], Vec<u8>>, id: i64, what: Expect) {
@@ -463,7 +478,8 @@ mod tests {
     fn a_tools_list_answer_is_handed_over_as_text() {
         let mut client = client();
         expect(&client, 1, Expect::ToolsList);
-        let line = br#"{"jsonrpc":"2.0","id":1,"result":{"tools":[{"name":"a","inputSchema":[1]}]}}"#;
+        let line =
+            br#"{"jsonrpc":"2.0","id":1,"result":{"tools":[{"name":"a","inputSchema":[1]}]}}"#;
         let (message, buffer) = client.decode(line.to_vec());
         assert!(buffer.is_none());
         let Some(JsonRpcMessage::Response(response)) = message else {
@@ -479,12 +495,16 @@ mod tests {
     fn invalid_utf8_and_deep_answers_fail_their_request_naming_the_server() {
         let mut client = client();
         expect(&client, 7, Expect::ToolsCall);
-        let mut line = br#"{"jsonrpc":"2.0","id":7,"result":{"content":[{"type":"text","text":"x"#.to_vec();
+        let mut line =
+            br#"{"jsonrpc":"2.0","id":7,"result":{"content":[{"type":"text","text":"x"#.to_vec();
         line.extend_from_slice(&[0xff, 0xfe]);
         line.extend_from_slice(br#""}]}}"#);
         let (message, _) = client.decode(line);
         let text = error_text(message);
-        assert!(text.contains("\"t\"") && text.contains("not valid UTF-8"), "{text}");
+        assert!(
+            text.contains("\"t\"") && text.contains("not valid UTF-8"),
+            "{text}"
+        );
 
         expect(&client, 8, Expect::ToolsCall);
         let deep = format!(
@@ -509,9 +529,8 @@ mod tests {
     fn stray_text_is_skipped_and_notifications_decode() {
         let mut client = client();
         assert!(client.decode(b"not json at all".to_vec()).0.is_none());
-        let (message, _) = client.decode(
-            br#"{"jsonrpc":"2.0","method":"notifications/tools/list_changed"}"#.to_vec(),
-        );
+        let (message, _) = client
+            .decode(br#"{"jsonrpc":"2.0","method":"notifications/tools/list_changed"}"#.to_vec());
         assert!(matches!(message, Some(JsonRpcMessage::Notification(_))));
     }
 }

@@ -18,8 +18,8 @@
 //! Never does: decide what the model sees, or word an error for it (the gateway and surface do).
 
 use std::collections::{HashMap, VecDeque};
-use std::sync::{Arc, Mutex, Weak};
 use std::os::fd::AsRawFd;
+use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
 use rmcp::model::{

@@ -1033,13 +1033,23 @@ fn hostile_agent_calls_per_turn_ids_bytes_and_deadline_are_bounded() {
 fn hostile_agent_cli_bounds_calls_per_turn_by_flag_and_config() {
     let dir = tempfile::tempdir().unwrap();
     let config = dir.path().join("toolsearch.json5");
-    std::fs::write(&config, "{agent: {maxCallsPerTurn: 2, runTimeoutMs: 600000}}").unwrap();
+    std::fs::write(
+        &config,
+        "{agent: {maxCallsPerTurn: 2, runTimeoutMs: 600000}}",
+    )
+    .unwrap();
     for (extra, bound) in [
         (vec!["--max-calls-per-turn", "3"], 3),
         (vec!["--config", config.to_str().unwrap()], 2),
     ] {
         let mut child = Command::new(BIN)
-            .args(["mock-provider", "--listen", "127.0.0.1:0", "--faults", "flood:40"])
+            .args([
+                "mock-provider",
+                "--listen",
+                "127.0.0.1:0",
+                "--faults",
+                "flood:40",
+            ])
             .env("RUST_LOG", "warn")
             .stdout(Stdio::piped())
             .stderr(Stdio::null())

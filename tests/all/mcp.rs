@@ -1064,12 +1064,7 @@ fn hostile_policy_exact_denied_id_never_falls_back() {
 }
 
 fn hostile_server(args: &[&str]) -> Value {
-    let mut all = vec![
-        fixtures()
-            .join("servers/hostile.mjs")
-            .display()
-            .to_string(),
-    ];
+    let mut all = vec![fixtures().join("servers/hostile.mjs").display().to_string()];
     all.extend(args.iter().map(|a| a.to_string()));
     json!({"command": "node", "args": all, "startupTimeoutMs": 120000})
 }
@@ -1123,7 +1118,10 @@ fn serve_peak_rss_kib(dir: &std::path::Path, server: Value) -> u64 {
     let mut line = String::new();
     loop {
         line.clear();
-        assert!(stderr.read_line(&mut line).unwrap() > 0, "serve ended early");
+        assert!(
+            stderr.read_line(&mut line).unwrap() > 0,
+            "serve ended early"
+        );
         if line.contains("serving") {
             break;
         }
@@ -1190,7 +1188,9 @@ fn hostile_upstream_malformed_tool_is_repaired_and_the_others_stay() {
             "{tool}: {issues:?}"
         );
         // Repaired, not dropped: the tool is listed with an empty schema.
-        let described = run.session.describe(&json!({"id": format!("mcp:bad:{tool}")}));
+        let described = run
+            .session
+            .describe(&json!({"id": format!("mcp:bad:{tool}")}));
         assert_eq!(described.body()["input_schema"], json!({}), "{described:?}");
     }
 }
@@ -1221,7 +1221,11 @@ fn hostile_upstream_invalid_utf8_fails_the_call_at_once_naming_the_server() {
 fn marked(marker: &str) -> Vec<u32> {
     let mut out = Vec::new();
     for entry in std::fs::read_dir("/proc").unwrap().flatten() {
-        let Some(pid) = entry.file_name().to_str().and_then(|p| p.parse::<u32>().ok()) else {
+        let Some(pid) = entry
+            .file_name()
+            .to_str()
+            .and_then(|p| p.parse::<u32>().ok())
+        else {
             continue;
         };
         let Ok(cmdline) = std::fs::read(format!("/proc/{pid}/cmdline")) else {
@@ -1241,8 +1245,11 @@ fn marked(marker: &str) -> Vec<u32> {
 }
 
 fn alive(pid: u32) -> bool {
-    std::fs::read_to_string(format!("/proc/{pid}/stat"))
-        .is_ok_and(|stat| !stat.rsplit_once(')').is_some_and(|(_, rest)| rest.trim_start().starts_with('Z')))
+    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
+        !stat
+            .rsplit_once(')')
+            .is_some_and(|(_, rest)| rest.trim_start().starts_with('Z'))
+    })
 }
 
 /// Waits (bounded) until `check` holds.
@@ -1277,23 +1284,37 @@ fn hostile_upstream_descendants_never_outlive_serve_or_a_crashing_server() {
         json!({"h": hostile_server(&["--descendants", "--name", &marker])}),
     );
     let mut serve = serve_stdio(&config);
-    wait_until("the server, its child and its setsid grandchild", 30, || {
-        marked(&marker).len() == 3
-    });
+    wait_until(
+        "the server, its child and its setsid grandchild",
+        30,
+        || marked(&marker).len() == 3,
+    );
     let pids = marked(&marker);
     let sessions: std::collections::BTreeSet<String> = pids
         .iter()
         .map(|pid| {
             let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
-            stat.rsplit_once(')').unwrap().1.split_whitespace().nth(3).unwrap().to_string()
+            stat.rsplit_once(')')
+                .unwrap()
+                .1
+                .split_whitespace()
+                .nth(3)
+                .unwrap()
+                .to_string()
         })
         .collect();
-    assert_eq!(sessions.len(), 2, "the grandchild left the session: {sessions:?}");
+    assert_eq!(
+        sessions.len(),
+        2,
+        "the grandchild left the session: {sessions:?}"
+    );
     serve.kill().unwrap(); // SIGKILL: no handler of serve runs
     serve.wait().unwrap();
-    wait_until("every descendant to be gone after kill -9 of serve", 10, || {
-        pids.iter().all(|pid| !alive(*pid))
-    });
+    wait_until(
+        "every descendant to be gone after kill -9 of serve",
+        10,
+        || pids.iter().all(|pid| !alive(*pid)),
+    );
 
     // A server that exits 300 ms after each start, leaving its descendants behind.
     let marker = format!("crash-{}", std::process::id());
@@ -1313,7 +1334,10 @@ fn hostile_upstream_descendants_never_outlive_serve_or_a_crashing_server() {
         }
         generations.len() >= 4
     });
-    assert!(most <= 6, "{most} processes of a crash-looping server were alive at once");
+    assert!(
+        most <= 6,
+        "{most} processes of a crash-looping server were alive at once"
+    );
     unsafe {
         libc::kill(serve.id() as i32, libc::SIGTERM);
     }
