@@ -17,6 +17,13 @@
 //! true). A name is 1–64 characters of `[A-Za-z0-9_-]`; it becomes the tools' owner
 //! (`mcp:<name>:<tool>`).
 //!
+//! The agent loop (`toolsearch agent`): `agent: {maxCallsPerTurn, maxRunResultBytes,
+//! runTimeoutMs}` — most tool calls run from one model answer (64; 1–10,000; the rest are
+//! answered with an error naming the bound, not run), most bytes of tool results sent back to
+//! the provider over a run (16 MiB; 64 KiB–1 GiB; then no more calls run and the run stops), and
+//! the whole run's wall-clock deadline (1,800,000 ms = 30 min; 1,000–86,400,000). The CLI's
+//! `--max-calls-per-turn`, `--max-run-result-bytes` and `--run-timeout-secs` override them.
+//!
 //! Profiles: `default`, and `local` for local models (mode `tools`, limits 5/10).
 //! Explicit values always win over profile defaults. Unknown keys and invalid values fail
 //! closed with a [`ConfigError`] naming the key and the accepted values — never a
@@ -279,6 +286,47 @@ pub const MCP_CALL_TIMEOUT_MS: Bounds = Bounds {
     max: 3_600_000,
 };
 
+/// `agent.maxCallsPerTurn`: tool calls run from one model answer, 64, clamped to 1–10,000.
+pub const AGENT_MAX_CALLS_PER_TURN: Bounds = Bounds {
+    default: 64,
+    min: 1,
+    max: 10_000,
+};
+/// `agent.maxRunResultBytes`: bytes of tool results (and call errors) sent back to the provider
+/// over one run, 16 MiB, clamped to 64 KiB–1 GiB.
+pub const AGENT_MAX_RUN_RESULT_BYTES: Bounds = Bounds {
+    default: 16 << 20,
+    min: 64 << 10,
+    max: 1 << 30,
+};
+/// `agent.runTimeoutMs`: the whole run's wall-clock deadline, 30 min, clamped to 1 s–24 h.
+pub const AGENT_RUN_TIMEOUT_MS: Bounds = Bounds {
+    default: 1_800_000,
+    min: 1_000,
+    max: 86_400_000,
+};
+
+/// The agent loop's bounds on what a provider can make it do (`agent` in the config).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AgentLimits {
+    /// Tool calls run from one model answer ([`AGENT_MAX_CALLS_PER_TURN`]).
+    pub max_calls_per_turn: usize,
+    /// Bytes of tool results sent back over a run ([`AGENT_MAX_RUN_RESULT_BYTES`]).
+    pub max_run_result_bytes: u64,
+    /// The whole run's deadline ([`AGENT_RUN_TIMEOUT_MS`]).
+    pub run_timeout: Duration,
+}
+
+impl Default for AgentLimits {
+    fn default() -> Self {
+        AgentLimits {
+            max_calls_per_turn: AGENT_MAX_CALLS_PER_TURN.default as usize,
+            max_run_result_bytes: AGENT_MAX_RUN_RESULT_BYTES.default,
+            run_timeout: Duration::from_millis(AGENT_RUN_TIMEOUT_MS.default),
+        }
+    }
+}
+
 /// How an MCP server is reached.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum McpTransport {
@@ -359,6 +407,8 @@ pub struct Config {
     pub directory: DirectoryStyle,
     /// MCP servers whose tools join the catalog, sorted by name.
     pub mcp: Vec<McpServer>,
+    /// The agent loop's bounds (`agent`).
+    pub agent: AgentLimits,
     /// Clamps applied, one sentence each.
     pub warnings: Vec<String>,
 }
@@ -369,7 +419,8 @@ impl Default for Config {
     }
 }
 
-const TOP_KEYS: &str = "profile, tools, mcp";
+const TOP_KEYS: &str = "profile, tools, mcp, agent";
+const AGENT_KEYS: &str = "maxCallsPerTurn, maxRunResultBytes, runTimeoutMs";
 const MCP_KEYS: &str = "servers";
 const MCP_SERVER_KEYS: &str = "command, args, env, cwd, url, headers, startupTimeoutMs, callTimeoutMs, enabledTools, disabledTools, approval, restart";
 const TOOLS_KEYS: &str = "toolSearch";
@@ -393,6 +444,7 @@ impl Config {
             search_limits: limits,
             directory: DirectoryStyle::List,
             mcp: Vec::new(),
+            agent: AgentLimits::default(),
             warnings: Vec::new(),
         }
     }
@@ -444,6 +496,9 @@ struct Raw {
     max_search_limit: Option<u64>,
     directory: Option<DirectoryStyle>,
     mcp: Vec<RawMcpServer>,
+    agent_max_calls_per_turn: Option<u64>,
+    agent_max_run_result_bytes: Option<u64>,
+    agent_run_timeout_ms: Option<u64>,
 }
 
 /// An MCP server as written (timeouts not clamped yet).
@@ -699,6 +754,24 @@ impl Raw {
                         }
                     }
                 }
+                "agent" => {
+                    let agent = object(value, "agent", "an object of agent-loop bounds")?;
+                    for (key, value) in agent {
+                        let path = format!("agent.{key}");
+                        let slot = match key.as_str() {
+                            "maxCallsPerTurn" => &mut raw.agent_max_calls_per_turn,
+                            "maxRunResultBytes" => &mut raw.agent_max_run_result_bytes,
+                            "runTimeoutMs" => &mut raw.agent_run_timeout_ms,
+                            _ => {
+                                return Err(ConfigError::UnknownKey {
+                                    key: path,
+                                    accepted: AGENT_KEYS,
+                                });
+                            }
+                        };
+                        *slot = Some(integer(value, &path, "a non-negative integer")?);
+                    }
+                }
                 other => {
                     return Err(ConfigError::UnknownKey {
                         key: other.to_string(),
@@ -910,6 +983,38 @@ impl Raw {
                 approval: server.approval,
                 restart: server.restart,
             });
+        }
+        let mut agent = |key: &str, value: Option<u64>, bounds: Bounds| {
+            let value = value?;
+            let clamped = bounds.clamp(value);
+            if clamped != value {
+                warnings.push(format!(
+                    "agent.{key} {value} is outside {}–{}; using {clamped}",
+                    bounds.min, bounds.max
+                ));
+            }
+            Some(clamped)
+        };
+        if let Some(v) = agent(
+            "maxCallsPerTurn",
+            self.agent_max_calls_per_turn,
+            AGENT_MAX_CALLS_PER_TURN,
+        ) {
+            config.agent.max_calls_per_turn = v as usize;
+        }
+        if let Some(v) = agent(
+            "maxRunResultBytes",
+            self.agent_max_run_result_bytes,
+            AGENT_MAX_RUN_RESULT_BYTES,
+        ) {
+            config.agent.max_run_result_bytes = v;
+        }
+        if let Some(v) = agent(
+            "runTimeoutMs",
+            self.agent_run_timeout_ms,
+            AGENT_RUN_TIMEOUT_MS,
+        ) {
+            config.agent.run_timeout = Duration::from_millis(v);
         }
         config.warnings = warnings;
         config

@@ -7,7 +7,8 @@
 //! call with the exact [`Reply`] the model reads. Below it, the [`Gateway`] is the one call path
 //! (policy, approvals, hooks, validation, timeouts, scheduling, session log), and the sandbox runs
 //! code cells in hardened single-use worker processes ([`Supervisor`], [`Limits`], [`Outcome`]).
-//! A binary that may run code cells must call [`dispatch_role`] first thing in `main`.
+//! A binary that may run code cells or hold MCP upstreams must call [`dispatch_role`] first
+//! thing in `main` (it runs the sandbox's zygote and the MCP upstream supervisor roles).
 //!
 //! Modules, in dependency order (each names only types from modules before it); see
 //! ARCHITECTURE.md for what each owns. All of them are private: this list of re-exports is the
@@ -58,8 +59,8 @@ pub use catalog::{
     Executor, FailureKind, FnTool, NestedCalls, Source, Tool, ToolError, ToolOutput, tool_id,
 };
 pub use config::{
-    Bounds, Config, ConfigError, DirectoryStyle, McpApproval, McpServer, McpTransport, Mode,
-    Profile, SearchLimits,
+    AgentLimits, Bounds, Config, ConfigError, DirectoryStyle, McpApproval, McpServer, McpTransport,
+    Mode, Profile, SearchLimits,
 };
 pub use gateway::{
     Approval, ApprovalHandler, BeforeToolCall, CallError, CallOutcome, ClientCall, Envelope,
@@ -72,7 +73,7 @@ pub use policy::{Authorized, Policy, PolicyError};
 pub use sandbox::{
     ALLOWED_SYSCALLS, Bridge, BridgeError, BridgeOp, CallPhases, CellOptions, CellPhases,
     CellResult, CellTelemetry, GatewayBridge, LimitKind, Limits, LogLevel, LogLine, Outcome,
-    PollWhen, Polling, SandboxError, Supervisor, SupervisorConfig, dispatch_role,
+    PollWhen, Polling, SandboxError, Supervisor, SupervisorConfig,
 };
 pub use search::{Hit, IndexCache, IndexStats, RankedHit, SearchIndex, SearchSettings};
 pub use session::{Reply, Session, SessionBuilder, SessionError};
@@ -110,4 +111,25 @@ pub mod bench {
         pub use crate::agent::bench::*;
         pub use crate::agent::scenario::*;
     }
+}
+
+/// Runs a role of this binary if this process was started as one: the sandbox's zygote, or the
+/// supervisor of an MCP upstream (`mcp/supervise.rs`).
+///
+/// Call it FIRST in `main()`, before any Tokio runtime or thread exists: both roles must stay
+/// single-threaded. Returns `Some(exit code)` when argv\[1\] named a role (which has then run to
+/// completion), `None` otherwise — and then this executable is known to run upstream
+/// supervisors, so [`Upstreams::start`] puts one between the gateway and every stdio server.
+pub fn dispatch_role() -> Option<std::process::ExitCode> {
+    if std::env::args_os()
+        .nth(1)
+        .is_some_and(|role| role == mcp::supervise::ROLE)
+    {
+        return Some(mcp::supervise::supervisor_main());
+    }
+    let code = sandbox::dispatch_role();
+    if code.is_none() {
+        mcp::supervise::mark_available();
+    }
+    code
 }

@@ -3,11 +3,16 @@
 //! Owns:
 //! - [`Policy`]: layered allow/deny globs for `agent`, `profile`, `sandbox` and `session`
 //!   (R-2.1, file shape ). A tool is allowed iff every layer that has `allow` matches it (an
-//!   empty `allow` allows nothing) and no `deny` of any layer matches it. Globs match the id, the
-//!   external id or the name; `*` and `?` cross `:`.
+//!   empty `allow` allows nothing) and no `deny` of any layer matches it. Globs match every key
+//!   of [`Descriptor::match_keys`] — the id, the name, the external id, and for an MCP tool whose
+//!   upstream name had to be escaped also its raw `mcp:<server>:<raw name>` form and the raw name
+//!   (so `mcp:evil:a b` or a non-ASCII name matches the tool it names); `*` and `?` cross `:`.
 //! - [`Authorized`]: a snapshot seen through a policy — the only way search, describe, the
 //!   directory and the gateway enumerate tools, so a denied tool is invisible everywhere and
-//!   never counted.
+//!   never counted. It also keeps the exact keys of the denied tools
+//!   ([`Authorized::names_denied`], [`Authorized::names_denied_pair`]) so that resolution can
+//!   refuse a selector naming a denied tool instead of falling back to another tool (an exact
+//!   id that is denied is an error, never a case-insensitive match of a different tool).
 //!
 //! Invariants: an unparsable policy is an error, never "allow all"; the policy fingerprint
 //! depends only on its rules, so indexes can be cached per (snapshot, policy).
@@ -204,14 +209,15 @@ impl Policy {
         Policy::from_json(&value)
     }
 
-    /// Whether `tool` is allowed. Deny wins; every allow-list must match.
+    /// Whether `tool` is allowed. Deny wins; every allow-list must match. A glob
+    /// matches when it matches any of the tool's [`Descriptor::match_keys`].
     pub fn allows(&self, tool: &Descriptor) -> bool {
+        if self.layers.is_empty() {
+            return true;
+        }
+        let keys: Vec<&str> = tool.match_keys().collect();
         self.layers.iter().all(|layer| {
-            let matches = |set: &GlobSet| {
-                set.is_match(&tool.id)
-                    || set.is_match(&tool.name)
-                    || tool.external_id.as_deref().is_some_and(|e| set.is_match(e))
-            };
+            let matches = |set: &GlobSet| keys.iter().any(|key| set.is_match(key));
             !matches(&layer.deny) && layer.allow.as_ref().is_none_or(matches)
         })
     }
@@ -294,6 +300,34 @@ pub struct Authorized {
     policy: Policy,
     allowed: Arc<[u32]>,
     allowed_direct: Arc<[u32]>,
+    denied: Arc<DeniedKeys>,
+}
+
+/// The exact keys of the denied tools (catalog-mode and direct-only): what a selector may not
+/// name without being refused. Empty when nothing is denied.
+#[derive(Debug, Default)]
+struct DeniedKeys {
+    /// Ids, names, external ids and raw names of denied tools (case-sensitive).
+    exact: std::collections::HashSet<String>,
+    /// `owner` + NUL + `name` of denied tools (the lenient `owner.name` forms).
+    pairs: std::collections::HashSet<String>,
+}
+
+impl DeniedKeys {
+    fn add(&mut self, tool: &Descriptor) {
+        for key in tool.match_keys() {
+            self.exact.insert(key.to_string());
+        }
+        self.pairs.insert(pair_key(&tool.owner, &tool.name));
+    }
+}
+
+fn pair_key(owner: &str, name: &str) -> String {
+    let mut key = String::with_capacity(owner.len() + name.len() + 1);
+    key.push_str(owner);
+    key.push('\u{0}');
+    key.push_str(name);
+    key
 }
 
 impl fmt::Debug for Authorized {
@@ -308,18 +342,26 @@ impl fmt::Debug for Authorized {
 impl Authorized {
     /// Applies `policy` to `snapshot`.
     pub fn new(snapshot: CatalogSnapshot, policy: Policy) -> Authorized {
+        let mut denied = DeniedKeys::default();
+        let mut keep = |d: &Descriptor| {
+            let allowed = policy.allows(d);
+            if !allowed {
+                denied.add(d);
+            }
+            allowed
+        };
         let allowed: Vec<u32> = snapshot
             .tools()
             .iter()
             .enumerate()
-            .filter(|(_, d)| policy.allows(d))
+            .filter(|(_, d)| keep(d))
             .map(|(i, _)| i as u32)
             .collect();
         let allowed_direct: Vec<u32> = snapshot
             .direct_only()
             .iter()
             .enumerate()
-            .filter(|(_, d)| policy.allows(d))
+            .filter(|(_, d)| keep(d))
             .map(|(i, _)| i as u32)
             .collect();
         Authorized {
@@ -327,6 +369,7 @@ impl Authorized {
             policy,
             allowed: allowed.into(),
             allowed_direct: allowed_direct.into(),
+            denied: Arc::new(denied),
         }
     }
 
@@ -383,6 +426,19 @@ impl Authorized {
     pub fn get_direct(&self, selector: &str) -> Option<&Descriptor> {
         self.direct_only()
             .find(|d| d.id == selector || d.name == selector)
+    }
+
+    /// Whether `selector` is exactly (case-sensitively) a key of a denied tool — its id, name,
+    /// external id or raw upstream name. Resolution stops there: it never falls back to a more
+    /// lenient match of another tool.
+    pub fn names_denied(&self, selector: &str) -> bool {
+        !self.denied.exact.is_empty() && self.denied.exact.contains(selector)
+    }
+
+    /// Whether `owner` and `name` are exactly a denied tool's owner and name (the lenient
+    /// `owner.name`, `owner__name`, `owner:name` forms).
+    pub fn names_denied_pair(&self, owner: &str, name: &str) -> bool {
+        !self.denied.pairs.is_empty() && self.denied.pairs.contains(&pair_key(owner, name))
     }
 
     /// The cache key of indexes built for this view.

@@ -6,8 +6,9 @@
 //! `GET /debug/requests` — add `?bodies=1` for raw bodies —, `DELETE /debug/requests`,
 //! `GET /health`), the record of every raw request (bytes, declared tool count and names, the
 //! inferred mode, what the script did), fault injection per request ([`Fault`]: HTTP errors,
-//! malformed answers, an unknown tool, non-JSON arguments, a stall), a model that repeats its
-//! first move forever, and calls written as text (for lenient parsing).
+//! malformed answers, an unknown tool, non-JSON arguments, a stall, a flood of calls in one
+//! answer, two calls under one id), a model that repeats its first move forever, and calls
+//! written as text (for lenient parsing).
 //!
 //! Never does: listen on a non-loopback address unless started with
 //! [`MockProvider::start_any_address`]; run tools; keep state between requests beyond the
@@ -92,11 +93,21 @@ pub enum Fault {
     BadArguments,
     /// Wait this many seconds (at most 600) before answering.
     Stall(u64),
+    /// One answer with this many calls (at most [`MAX_FLOOD_CALLS`]) of the scenario's next
+    /// tool, each under its own id; the i-th call's arguments are the scenario's with
+    /// `"flood": i` added, so none repeats another.
+    Flood(u32),
+    /// One answer with two calls of the scenario's next tool under the same id, the second
+    /// with `"flood": 1` added to the arguments.
+    DuplicateIds,
 }
+
+/// Most calls a [`Fault::Flood`] answer holds.
+pub const MAX_FLOOD_CALLS: u32 = 100_000;
 
 impl Fault {
     /// Parses `500`, `429` (any status 400–599), `malformed`, `unknown-tool`, `bad-args`,
-    /// `stall` (30 s) or `stall:SECONDS`.
+    /// `stall` (30 s), `stall:SECONDS`, `flood:CALLS` or `duplicate-ids`.
     pub fn parse(text: &str) -> Option<Fault> {
         let text = text.trim();
         match text {
@@ -104,9 +115,17 @@ impl Fault {
             "unknown-tool" => Some(Fault::UnknownTool),
             "bad-args" => Some(Fault::BadArguments),
             "stall" => Some(Fault::Stall(30)),
+            "duplicate-ids" => Some(Fault::DuplicateIds),
             _ => {
                 if let Some(seconds) = text.strip_prefix("stall:") {
                     return seconds.parse().ok().map(Fault::Stall);
+                }
+                if let Some(calls) = text.strip_prefix("flood:") {
+                    return calls
+                        .parse()
+                        .ok()
+                        .filter(|n| (1..=MAX_FLOOD_CALLS).contains(n))
+                        .map(Fault::Flood);
                 }
                 text.parse::<u16>()
                     .ok()
@@ -123,6 +142,8 @@ impl Fault {
             Fault::UnknownTool => "unknown-tool".into(),
             Fault::BadArguments => "bad-args".into(),
             Fault::Stall(seconds) => format!("stall {seconds}s"),
+            Fault::Flood(calls) => format!("flood {calls}"),
+            Fault::DuplicateIds => "duplicate-ids".into(),
         }
     }
 }
@@ -515,6 +536,37 @@ async fn chat(state: &State, path: String, body: Incoming) -> Response<Full<Byte
                 tokio::time::sleep(Duration::from_secs(seconds).min(MAX_STALL)).await;
                 completion(&model, index, &action, scenario.text_calls, bytes.len())
             }
+            Fault::Flood(_) | Fault::DuplicateIds => {
+                let (name, arguments) = match &action {
+                    Action::Call { name, arguments } => (name.clone(), arguments.clone()),
+                    _ => (
+                        first_declared.unwrap_or_else(|| "tool_search".into()),
+                        json!({}),
+                    ),
+                };
+                let with = |i: u32| {
+                    let mut arguments = arguments.clone();
+                    if let Value::Object(map) = &mut arguments {
+                        map.insert("flood".into(), json!(i));
+                    }
+                    arguments.to_string()
+                };
+                let call = |id: String, arguments: String| {
+                    json!({"id": id, "type": "function",
+                           "function": {"name": name, "arguments": arguments}})
+                };
+                let calls: Vec<Value> = match fault {
+                    Fault::Flood(n) => (0..n.min(MAX_FLOOD_CALLS))
+                        .map(|i| call(format!("call_{index}_{i}"), with(i)))
+                        .collect(),
+                    _ => vec![
+                        call(format!("call_{index}_dup"), arguments.to_string()),
+                        call(format!("call_{index}_dup"), with(1)),
+                    ],
+                };
+                let message = json!({"role": "assistant", "content": null, "tool_calls": calls});
+                envelope(&model, index, message, "tool_calls", bytes.len())
+            }
         };
     }
 
@@ -619,6 +671,9 @@ mod tests {
         assert_eq!(Fault::parse("unknown-tool"), Some(Fault::UnknownTool));
         assert_eq!(Fault::parse("bad-args"), Some(Fault::BadArguments));
         assert_eq!(Fault::parse("stall:2"), Some(Fault::Stall(2)));
+        assert_eq!(Fault::parse("flood:10000"), Some(Fault::Flood(10_000)));
+        assert_eq!(Fault::parse("flood:0"), None);
+        assert_eq!(Fault::parse("duplicate-ids"), Some(Fault::DuplicateIds));
         assert_eq!(Fault::parse("nonsense"), None);
     }
 

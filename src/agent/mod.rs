@@ -23,7 +23,17 @@
 //! Bounds: [`AgentOptions::max_turns`] provider requests per run (default 10); tool results
 //! put back into the conversation are cut to [`AgentOptions::max_tool_result_bytes`]; at most
 //! [`AgentOptions::max_repeats`] identical repeats are answered before the run stops; every
-//! request has the provider's timeout and body bound.
+//! request has the provider's timeout and body bound. Against a hostile provider: at most
+//! [`AgentOptions::max_calls_per_turn`] calls of one answer run (64; the rest are answered
+//! with an error naming `max_calls_per_turn`, not run); one answer per call id (a second call
+//! under an id already used in the same answer gets its own id in the conversation and an error
+//! naming the duplicate id, and does not run); at most
+//! [`AgentOptions::max_run_result_bytes`] bytes of tool results are sent back over a run (16
+//! MiB; then no further call runs and the run stops with [`StopReason::RunResultBytes`]); and
+//! the whole run has a wall-clock deadline, [`AgentOptions::run_timeout`] (30 min; a provider
+//! request or tool call still going then is dropped and the run stops with
+//! [`StopReason::RunTimeout`]; time spent waiting for the application to run a client tool
+//! does not count). Defaults: `config::AGENT_*`.
 
 pub mod bench;
 mod lenient;
@@ -35,7 +45,7 @@ mod script;
 pub use mock::{Fault, MockError, MockProvider, MockScenario, RecordedRequest};
 pub use provider::{ProviderConfig, ProviderError};
 
-use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
 use std::time::{Duration, Instant};
 
 use serde::Serialize;
@@ -71,6 +81,16 @@ pub struct AgentOptions {
     /// Longest tool result put back into the conversation, in bytes (cut with a marker).
     /// Default 64 KiB.
     pub max_tool_result_bytes: usize,
+    /// Most tool calls run from one model answer; later calls of that answer are answered with
+    /// an error naming `max_calls_per_turn` and not run. Default 64 (clamped to 1–10,000).
+    pub max_calls_per_turn: usize,
+    /// Most bytes of tool results (and call errors) sent back to the provider over the run;
+    /// once reached, no further call runs and the run stops. Default 16 MiB (clamped to
+    /// 64 KiB–1 GiB).
+    pub max_run_result_bytes: u64,
+    /// The whole run's wall-clock deadline (provider requests and tool calls; not the time a
+    /// client tool waits for the application). Default 30 min (clamped to 1 s–24 h).
+    pub run_timeout: Duration,
 }
 
 impl Default for AgentOptions {
@@ -84,6 +104,9 @@ impl Default for AgentOptions {
             temperature: Some(0.0),
             max_tokens: Some(1024),
             max_tool_result_bytes: 64 * 1024,
+            max_calls_per_turn: crate::config::AGENT_MAX_CALLS_PER_TURN.default as usize,
+            max_run_result_bytes: crate::config::AGENT_MAX_RUN_RESULT_BYTES.default,
+            run_timeout: Duration::from_millis(crate::config::AGENT_RUN_TIMEOUT_MS.default),
         }
     }
 }
@@ -118,6 +141,18 @@ pub enum StopReason {
         /// The call to run.
         call: ClientCall,
     },
+    /// The tool results sent back over the run reached `max_run_result_bytes`.
+    RunResultBytes {
+        /// Bytes sent back.
+        used: u64,
+        /// The bound in force.
+        limit: u64,
+    },
+    /// The run's wall-clock deadline (`run_timeout`) passed.
+    RunTimeout {
+        /// The deadline in force, in milliseconds.
+        timeout_ms: u64,
+    },
     /// The provider could not answer a turn.
     ProviderError {
         /// A stable kind (`timeout`, `malformed`, `status`, …).
@@ -139,6 +174,8 @@ impl StopReason {
             StopReason::TokenBudget { .. } => "token_budget",
             StopReason::RepeatedCall { .. } => "repeated_call",
             StopReason::ClientCall { .. } => "client_call",
+            StopReason::RunResultBytes { .. } => "run_result_bytes",
+            StopReason::RunTimeout { .. } => "run_timeout",
             StopReason::ProviderError { .. } => "provider_error",
         }
     }
@@ -176,6 +213,9 @@ pub enum CallStatus {
     InvalidJson,
     /// An identical earlier call; nothing ran.
     Repeated,
+    /// Not run: past the bound named here (`max_calls_per_turn`, `duplicate_call_id`,
+    /// `max_run_result_bytes`); an error naming it went back to the model.
+    Refused(&'static str),
 }
 
 /// One tool call of a run.
@@ -228,6 +268,31 @@ struct PendingCall {
     turn: usize,
     style: CallStyle,
     call: RawCall,
+    /// Why it will not run, when a bound of its answer already decided that.
+    refused: Option<Refusal>,
+}
+
+/// Why a call of an answer is answered with an error instead of being run.
+#[derive(Debug, Clone)]
+enum Refusal {
+    /// It came after `max_calls_per_turn` calls of the same answer.
+    PastTurnLimit {
+        /// Its 1-based place in the answer.
+        position: usize,
+        /// Calls in the answer.
+        total: usize,
+    },
+    /// The answer already had a call with this id.
+    DuplicateId(String),
+}
+
+impl Refusal {
+    fn bound(&self) -> &'static str {
+        match self {
+            Refusal::PastTurnLimit { .. } => "max_calls_per_turn",
+            Refusal::DuplicateId(_) => "duplicate_call_id",
+        }
+    }
 }
 
 /// The conversation so far (what the next request carries) and the loop's state.
@@ -239,6 +304,13 @@ struct Conversation {
     awaiting: Option<(String, String)>,
     seen: HashMap<String, usize>,
     tokens_used: u64,
+    /// Bytes of tool messages sent back so far (`max_run_result_bytes`).
+    result_bytes: u64,
+    /// When the run's deadline passes (`run_timeout`), moved on by the time a client tool
+    /// waited for the application.
+    deadline: Option<Instant>,
+    /// Since when the run waits for the application to complete a client call.
+    paused: Option<Instant>,
 }
 
 /// The record of one run: why it stopped, the answer, and what every request and call cost.
@@ -343,6 +415,13 @@ impl Agent {
     pub fn new(provider: ProviderConfig, options: AgentOptions) -> Result<Agent, ProviderError> {
         let mut options = options;
         options.max_turns = options.max_turns.clamp(1, 100);
+        options.max_calls_per_turn = crate::config::AGENT_MAX_CALLS_PER_TURN
+            .clamp(options.max_calls_per_turn as u64) as usize;
+        options.max_run_result_bytes =
+            crate::config::AGENT_MAX_RUN_RESULT_BYTES.clamp(options.max_run_result_bytes);
+        options.run_timeout = Duration::from_millis(
+            crate::config::AGENT_RUN_TIMEOUT_MS.clamp(options.run_timeout.as_millis() as u64),
+        );
         Ok(Agent {
             client: ProviderClient::new(provider)?,
             options,
@@ -385,6 +464,7 @@ impl Agent {
             started: Instant::now(),
             conversation: Conversation {
                 messages,
+                deadline: Instant::now().checked_add(self.options.run_timeout),
                 ..Conversation::default()
             },
         };
@@ -404,6 +484,13 @@ impl Agent {
         let Some((tool_call_id, call_id)) = run.conversation.awaiting.take() else {
             return run;
         };
+        // The time the application took to run the client tool is not the run's own.
+        if let Some(paused) = run.conversation.paused.take() {
+            run.conversation.deadline = run
+                .conversation
+                .deadline
+                .and_then(|deadline| deadline.checked_add(paused.elapsed()));
+        }
         let reply = session.complete_client_call(&call_id, result);
         self.push_tool_result(&mut run.conversation, &tool_call_id, &reply);
         self.drive(session, &mut run).await;
@@ -414,6 +501,9 @@ impl Agent {
         let tools = session.tools(Format::OpenAi);
         let stop = loop {
             if let Next::Stop(stop) = self.dispatch_pending(session, run).await {
+                if matches!(stop, StopReason::ClientCall { .. }) {
+                    run.conversation.paused = Some(Instant::now());
+                }
                 break stop;
             }
             if run.turns >= self.options.max_turns {
@@ -429,9 +519,32 @@ impl Agent {
                     budget,
                 };
             }
+            if run.conversation.result_bytes >= self.options.max_run_result_bytes {
+                break self.result_bytes_stop(&run.conversation);
+            }
             let body = self.request_body(&tools, &run.conversation.messages);
-            let (result, exchange) = self.client.complete(body.as_bytes()).await;
             let turn = run.turns + 1;
+            let sent = Instant::now();
+            let completed = match self.deadline(&run.conversation) {
+                Some(deadline) => {
+                    tokio::time::timeout_at(deadline, self.client.complete(body.as_bytes())).await
+                }
+                None => Ok(self.client.complete(body.as_bytes()).await),
+            };
+            let Ok((result, exchange)) = completed else {
+                run.requests.push(RequestRecord {
+                    turn,
+                    bytes: body.len(),
+                    response_bytes: 0,
+                    attempts: 1,
+                    status: None,
+                    prompt_tokens: None,
+                    completion_tokens: None,
+                    server_prompt_ms: None,
+                    elapsed_ms: ms(sent.elapsed()),
+                });
+                break self.timeout_stop();
+            };
             let mut record = RequestRecord {
                 turn,
                 bytes: body.len(),
@@ -487,13 +600,40 @@ impl Agent {
             }
             (parsed.0, CallStyle::Lenient, Some(parsed.1))
         };
+        let total = calls.len();
         let mut wire = Vec::with_capacity(calls.len());
+        let mut ids: HashSet<String> = HashSet::with_capacity(calls.len());
         for (i, call) in calls.into_iter().enumerate() {
-            let id = match (&call.id, style) {
-                (Some(id), _) if !id.is_empty() => id.clone(),
-                (_, CallStyle::Strict) => format!("call_{turn}_{i}"),
-                (_, CallStyle::Lenient) => format!("lenient_{turn}_{i}"),
+            let (given, generated) = match (&call.id, style) {
+                (Some(id), _) if !id.is_empty() => (id.clone(), false),
+                (_, CallStyle::Strict) => (format!("call_{turn}_{i}"), true),
+                (_, CallStyle::Lenient) => (format!("lenient_{turn}_{i}"), true),
             };
+            let mut refused = None;
+            let id = if ids.contains(&given) {
+                // Every call gets exactly one answer under its own id: a second call under an
+                // id the answer already used is renamed in the conversation and refused (a
+                // generated id that happens to clash is only renamed).
+                if !generated {
+                    refused = Some(Refusal::DuplicateId(given.clone()));
+                }
+                let mut n = 2;
+                let mut fresh = format!("{given}~{n}");
+                while ids.contains(&fresh) {
+                    n += 1;
+                    fresh = format!("{given}~{n}");
+                }
+                fresh
+            } else {
+                given
+            };
+            ids.insert(id.clone());
+            if refused.is_none() && i >= self.options.max_calls_per_turn {
+                refused = Some(Refusal::PastTurnLimit {
+                    position: i + 1,
+                    total,
+                });
+            }
             let arguments = match &call.arguments {
                 Ok(value) => value.to_string(),
                 Err(text) => text.clone(),
@@ -508,6 +648,7 @@ impl Agent {
                 turn,
                 style,
                 call,
+                refused,
             });
         }
         let content = content.filter(|c| !c.trim().is_empty());
@@ -539,6 +680,19 @@ impl Agent {
                 at_ms: ms(at),
                 duration_ms: 0.0,
             };
+            let bound = match &pending.refused {
+                Some(refusal) => Some((refusal.bound(), self.refusal_error(refusal))),
+                None if run.conversation.result_bytes >= self.options.max_run_result_bytes => {
+                    Some(("max_run_result_bytes", self.result_bytes_error()))
+                }
+                None => None,
+            };
+            if let Some((bound, error)) = bound {
+                record.status = CallStatus::Refused(bound);
+                run.calls.push(record);
+                self.push_tool_text(&mut run.conversation, &pending.id, error.to_string());
+                continue;
+            }
             let arguments = match &pending.call.arguments {
                 Ok(arguments) => arguments,
                 Err(text) => {
@@ -567,8 +721,22 @@ impl Agent {
                 continue;
             }
             let started = Instant::now();
-            let reply = session.handle(&pending.call.name, arguments).await;
+            let handled = match self.deadline(&run.conversation) {
+                Some(deadline) => {
+                    tokio::time::timeout_at(deadline, session.handle(&pending.call.name, arguments))
+                        .await
+                }
+                None => Ok(session.handle(&pending.call.name, arguments).await),
+            };
             record.duration_ms = ms(started.elapsed());
+            let Ok(reply) = handled else {
+                // The deadline passed while the call ran: it was dropped (cancelled).
+                record.status = CallStatus::Failed(FailureKind::Timeout);
+                run.calls.push(record);
+                let error = self.timeout_error(&pending.call.name);
+                self.push_tool_text(&mut run.conversation, &pending.id, error.to_string());
+                return Next::Stop(self.timeout_stop());
+            };
             record.status = match &reply {
                 Reply::Ok(_) => CallStatus::Ok,
                 Reply::Failed { kind, .. } => CallStatus::Failed(*kind),
@@ -595,11 +763,63 @@ impl Agent {
             crate::sandbox::truncate_to(&mut text, limit);
             text.push_str(&format!(" …[cut: {total} bytes in all]"));
         }
+        conversation.result_bytes = conversation.result_bytes.saturating_add(text.len() as u64);
         conversation.messages.push(json!({
             "role": "tool",
             "tool_call_id": id,
             "content": text,
         }));
+    }
+
+    /// The run's deadline as Tokio's instant (`None`: too far to represent).
+    fn deadline(&self, conversation: &Conversation) -> Option<tokio::time::Instant> {
+        conversation.deadline.map(tokio::time::Instant::from_std)
+    }
+
+    fn timeout_stop(&self) -> StopReason {
+        StopReason::RunTimeout {
+            timeout_ms: self.options.run_timeout.as_millis() as u64,
+        }
+    }
+
+    fn result_bytes_stop(&self, conversation: &Conversation) -> StopReason {
+        StopReason::RunResultBytes {
+            used: conversation.result_bytes,
+            limit: self.options.max_run_result_bytes,
+        }
+    }
+
+    /// The error a refused call gets back.
+    fn refusal_error(&self, refusal: &Refusal) -> Value {
+        let message = match refusal {
+            Refusal::PastTurnLimit { position, total } => {
+                let limit = self.options.max_calls_per_turn;
+                format!(
+                    "Not run: one answer may make at most {limit} tool calls (max_calls_per_turn = {limit}); this was call {position} of {total}. Make fewer calls at once."
+                )
+            }
+            Refusal::DuplicateId(id) => format!(
+                "Not run: your answer had more than one tool call with the id {:?} (duplicate_call_id); only the first one ran. Give every call of an answer its own id.",
+                crate::config::input::echo(id)
+            ),
+        };
+        json!({"error": {"kind": "limit_exceeded", "bound": refusal.bound(), "message": message}})
+    }
+
+    /// The error a call gets once the run's result bytes reached their bound.
+    fn result_bytes_error(&self) -> Value {
+        let limit = self.options.max_run_result_bytes;
+        json!({"error": {"kind": "limit_exceeded", "bound": "max_run_result_bytes", "message": format!(
+            "Not run: the tool results sent back in this run reached {limit} bytes (max_run_result_bytes = {limit}); the run stops here."
+        )}})
+    }
+
+    /// The error of a call cut by the run's deadline.
+    fn timeout_error(&self, name: &str) -> Value {
+        let ms = self.options.run_timeout.as_millis();
+        json!({"error": {"kind": "timeout", "bound": "run_timeout", "message": format!(
+            "The run's deadline passed (run_timeout = {ms} ms) while your {} call ran; it was cancelled and the run stops.", crate::config::input::echo(name)
+        )}})
     }
 
     fn request_body(&self, tools: &Value, messages: &[Value]) -> String {

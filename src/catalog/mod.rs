@@ -390,6 +390,28 @@ impl Descriptor {
         self.source == Source::Core && CORE_PRIMITIVES.contains(&self.name.as_str())
     }
 
+    /// Every key a policy or approval glob is matched against: the id, the name, the
+    /// external id and — when the external id is `<source>:<owner>:<x>`, as it is for an MCP
+    /// tool whose upstream name had to be escaped (`mcp:<server>:<raw name>`) — `x`, the raw
+    /// name. So a glob written with the upstream's own name matches the tool it names.
+    pub fn match_keys(&self) -> impl Iterator<Item = &str> + '_ {
+        let raw_name = self.external_id.as_deref().and_then(|external| {
+            external
+                .strip_prefix(self.source.as_str())?
+                .strip_prefix(':')?
+                .strip_prefix(self.owner.as_str())?
+                .strip_prefix(':')
+        });
+        [
+            Some(self.id.as_str()),
+            Some(self.name.as_str()),
+            self.external_id.as_deref(),
+            raw_name,
+        ]
+        .into_iter()
+        .flatten()
+    }
+
     /// The namespace of: `source:owner`.
     pub fn namespace(&self) -> String {
         format!("{}:{}", self.source, self.owner)

@@ -20,7 +20,7 @@ use crate::agent::bench::{self, AgentRow, BenchCatalog, PayloadRow};
 use crate::agent::{
     Agent, AgentOptions, Fault, MockProvider, MockScenario, ProviderConfig, StopReason,
 };
-use crate::config::Mode;
+use crate::config::{AgentLimits, Mode};
 use crate::gateway::GlobApprovals;
 use crate::sandbox::strip_controls;
 use crate::session::SessionBuilder;
@@ -67,6 +67,18 @@ pub(super) struct ProviderArgs {
     /// Stop before the next request once this many tokens were used.
     #[arg(long, value_name = "N")]
     token_budget: Option<u64>,
+    /// Most tool calls run from one model answer; the rest get an error naming the bound
+    /// (default: the config's agent.maxCallsPerTurn, else 64).
+    #[arg(long, value_name = "N")]
+    max_calls_per_turn: Option<usize>,
+    /// Most bytes of tool results sent back to the provider in a run, then the run stops
+    /// (default: the config's agent.maxRunResultBytes, else 16 MiB).
+    #[arg(long, value_name = "BYTES")]
+    max_run_result_bytes: Option<u64>,
+    /// The whole run's deadline in seconds (default: the config's agent.runTimeoutMs, else
+    /// 1800).
+    #[arg(long, value_name = "N")]
+    run_timeout_secs: Option<u64>,
 }
 
 impl ProviderArgs {
@@ -79,11 +91,19 @@ impl ProviderArgs {
         config
     }
 
-    fn options(&self, lenient: bool) -> AgentOptions {
+    /// The loop's options: these flags over the config's `agent` bounds.
+    fn options(&self, lenient: bool, limits: &AgentLimits) -> AgentOptions {
         AgentOptions {
             max_turns: self.max_turns,
             token_budget: self.token_budget,
             lenient,
+            max_calls_per_turn: self.max_calls_per_turn.unwrap_or(limits.max_calls_per_turn),
+            max_run_result_bytes: self
+                .max_run_result_bytes
+                .unwrap_or(limits.max_run_result_bytes),
+            run_timeout: self.run_timeout_secs.map_or(limits.run_timeout, |secs| {
+                Duration::from_secs(secs.min(u64::MAX / 1000))
+            }),
             ..AgentOptions::default()
         }
     }
@@ -140,7 +160,8 @@ pub(super) fn agent(args: AgentArgs) -> Result<ExitCode> {
         let approvals = GlobApprovals::new(&args.approve).map_err(anyhow::Error::msg)?;
         let plan = session(&args.config, &args.catalog)?;
         let worker = worker_binary(&args.worker_binary)?;
-        let agent = Agent::new(args.provider.config(), args.provider.options(args.lenient))?;
+        let options = args.provider.options(args.lenient, &plan.config.agent);
+        let agent = Agent::new(args.provider.config(), options)?;
         let mode = args.mode.map(ModeArg::mode);
         let configure = |builder: SessionBuilder| {
             let builder = builder
@@ -206,6 +227,12 @@ pub(super) fn agent(args: AgentArgs) -> Result<ExitCode> {
                     "stopped: {} is a client tool; the application must run it",
                     call.tool.id
                 ),
+                StopReason::RunResultBytes { used, limit } => format!(
+                    "stopped: the tool results sent back reached {used} bytes (max_run_result_bytes = {limit})"
+                ),
+                StopReason::RunTimeout { timeout_ms } => format!(
+                    "stopped: the run's deadline of {timeout_ms} ms passed (run_timeout; --run-timeout-secs)"
+                ),
                 StopReason::ProviderError { message, .. } => format!("stopped: {message}"),
                 StopReason::Answered => String::new(),
             };
@@ -237,7 +264,8 @@ pub(super) struct MockArgs {
     #[arg(long, value_name = "QUERY", num_args = 1..=16, default_values_t = ["convert units".to_string(), "length km to miles".to_string()])]
     queries: Vec<String>,
     /// Faults for the first requests, in order (comma-separated): 500, 429 (any 400–599),
-    /// malformed, unknown-tool, bad-args, stall, stall:SECONDS.
+    /// malformed, unknown-tool, bad-args, stall, stall:SECONDS, flood:CALLS (one answer with
+    /// that many calls), duplicate-ids (two calls under one id).
     #[arg(long, value_name = "LIST", value_delimiter = ',')]
     faults: Vec<String>,
     /// Play the first move on every request (a model stuck repeating a call).
@@ -260,7 +288,7 @@ pub(super) fn mock_provider(args: MockArgs) -> Result<ExitCode> {
         .filter(|f| !f.trim().is_empty())
         .map(|f| {
             Fault::parse(f).with_context(|| {
-                format!("invalid fault {f:?}: expected 500, 429, malformed, unknown-tool, bad-args, stall or stall:SECONDS")
+                format!("invalid fault {f:?}: expected 500, 429, malformed, unknown-tool, bad-args, stall, stall:SECONDS, flood:CALLS or duplicate-ids")
             })
         })
         .collect::<Result<Vec<_>>>()?;
@@ -477,7 +505,7 @@ pub(super) fn bench_agent(args: BenchAgentArgs) -> Result<ExitCode> {
     let modes: Vec<Mode> = args.modes.iter().map(|m| m.mode()).collect();
     let rows = runtime()?.block_on(bench::agent(
         args.provider.config(),
-        args.provider.options(!args.strict),
+        args.provider.options(!args.strict, &AgentLimits::default()),
         &modes,
         &binary,
     ))?;

@@ -75,12 +75,7 @@ impl GlobApprovals {
 
 impl ApprovalHandler for GlobApprovals {
     fn approve<'a>(&'a self, tool: &'a Descriptor, _args: &'a Value) -> BoxFuture<'a, Approval> {
-        let matched = self.globs.is_match(&tool.id)
-            || self.globs.is_match(&tool.name)
-            || tool
-                .external_id
-                .as_deref()
-                .is_some_and(|e| self.globs.is_match(e));
+        let matched = tool.match_keys().any(|key| self.globs.is_match(key));
         Box::pin(async move {
             if matched {
                 Approval::Approved

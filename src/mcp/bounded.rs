@@ -3,7 +3,10 @@
 //!
 //! Owns: [`Bounded`], an `AsyncRead` adapter that scans the bytes as they pass and fails the
 //! read once one message is larger than [`MAX_MCP_MESSAGE_BYTES`] or nests arrays and objects
-//! deeper than [`MAX_MCP_MESSAGE_DEPTH`], recording why in a [`Violation`] slot.
+//! deeper than [`MAX_MCP_MESSAGE_DEPTH`], recording why in a [`Violation`] slot (the stdin of
+//! `serve`); and the same scan over one whole message ([`nesting`], [`compact_len`]), which the
+//! upstream transport (`transport.rs`) and the listing (`ingest.rs`) apply per message and per
+//! entry, so that one deep entry costs only itself.
 //! Never does: parse, buffer or change a byte (the transport's codec parses what passes); recover
 //! a stream after a violation (the connection is closed; a server is restarted).
 //! Invariants: the scan is one pass with constant state per byte, so its cost is bounded by the
@@ -97,6 +100,63 @@ impl<R> Bounded<R> {
     }
 }
 
+/// How deep `json` (one JSON text, assumed well-formed) nests arrays and objects: one pass,
+/// constant state, strings skipped.
+pub fn nesting(json: &[u8]) -> usize {
+    let (mut depth, mut deepest) = (0usize, 0usize);
+    let (mut in_string, mut escaped) = (false, false);
+    for &b in json {
+        if in_string {
+            if escaped {
+                escaped = false;
+            } else if b == b'\\' {
+                escaped = true;
+            } else if b == b'"' {
+                in_string = false;
+            }
+            continue;
+        }
+        match b {
+            b'"' => in_string = true,
+            b'[' | b'{' => {
+                depth += 1;
+                deepest = deepest.max(depth);
+            }
+            b']' | b'}' => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+    }
+    deepest
+}
+
+/// The bytes of `json` (one JSON text) without insignificant whitespace: what its compact
+/// form is, to within the spelling of escapes and numbers.
+pub fn compact_len(json: &[u8]) -> usize {
+    let (mut len, mut in_string, mut escaped) = (0usize, false, false);
+    for &b in json {
+        if in_string {
+            len += 1;
+            if escaped {
+                escaped = false;
+            } else if b == b'\\' {
+                escaped = true;
+            } else if b == b'"' {
+                in_string = false;
+            }
+            continue;
+        }
+        match b {
+            b' ' | b'\t' | b'\n' | b'\r' => {}
+            b'"' => {
+                in_string = true;
+                len += 1;
+            }
+            _ => len += 1,
+        }
+    }
+    len
+}
+
 impl<R: AsyncRead + Unpin> AsyncRead for Bounded<R> {
     fn poll_read(
         mut self: Pin<&mut Self>,
@@ -170,6 +230,14 @@ mod tests {
         // Depth is per message: many shallow lines are fine.
         let (res, _) = read_all(b"[[[]]]\n".repeat(100)).await;
         assert!(res.is_ok());
+    }
+
+    #[test]
+    fn nesting_and_compact_length_skip_strings() {
+        assert_eq!(nesting(br#"{"a":[1,{"b":"]]]{{{"}],"c":{}}"#), 3);
+        assert_eq!(nesting(b"1"), 0);
+        assert_eq!(nesting(br#""[[[\"[""#), 0);
+        assert_eq!(compact_len(b" { \"a b\" : [ 1 , 2 ] } "), 13);
     }
 
     #[tokio::test]

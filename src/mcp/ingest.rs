@@ -9,15 +9,30 @@
 //! below. Never does: talk to a server, attach an executor (the upstream does), index or walk a
 //! schema (untrusted schemas are stored as given and never indexed).
 //!
-//! Tolerant by design: one bad entry never drops the server. An entry without a usable name is
-//! skipped with an issue; a missing or non-object `inputSchema` becomes `{}` with an issue; a
-//! schema or description beyond its bound is replaced or cut with an issue.
+//! Tolerant by design: one bad entry never drops the server. An entry without a usable name (or
+//! that is not an object) is skipped with an issue; a missing or non-object `inputSchema` (an
+//! array, a string, `true`), or one nested past the message depth bound
+//! (`MAX_MCP_MESSAGE_DEPTH`, counted from the message), becomes `{}` with an issue; a schema,
+//! annotations object or description beyond its bound is replaced, dropped or cut with an issue.
+//!
+//! Bounded by what is kept: [`Ingest`] takes a listing entry by entry across its pages
+//! ([`read_page`] streams one page's `tools` array out of the message text, each entry a raw
+//! slice that is parsed into a tree only once its kind, nesting and size passed), and once
+//! [`MAX_TOOLS_PER_SERVER`] tools are kept it only counts further entries; the lister then asks
+//! for no more pages, and the cap is one issue.
+
+use std::borrow::Cow;
+use std::collections::HashSet;
 
 use globset::{Glob, GlobSet, GlobSetBuilder};
+use serde::Deserialize;
 use serde_json::Value;
+use serde_json::value::RawValue;
 
+use super::bounded::{compact_len, nesting};
 use super::names::escape;
 use crate::catalog::{Descriptor, Source};
+use crate::config::input::MAX_MCP_MESSAGE_DEPTH;
 use crate::config::{McpApproval, McpServer};
 
 /// Most tools one server contributes; the rest are dropped with an issue.
@@ -28,6 +43,11 @@ pub const MAX_RAW_NAME_BYTES: usize = 1_024;
 pub const MAX_DESCRIPTION_BYTES: usize = 8 * 1024;
 /// Largest input or output schema kept, as compact JSON bytes.
 pub const MAX_SCHEMA_BYTES: usize = 256 * 1024;
+/// Largest `annotations` object kept, as compact JSON bytes (larger ones are dropped).
+pub const MAX_ANNOTATIONS_BYTES: usize = 16 * 1024;
+/// Levels above a tool's schema in a `tools/list` message (the message, `result`, `tools`, the
+/// entry): a schema may nest `MAX_MCP_MESSAGE_DEPTH` minus these.
+const ENTRY_FIELD_DEPTH: usize = 4;
 
 /// One listed tool: the raw upstream name and its descriptor (no executor yet).
 #[derive(Debug, Clone)]
@@ -117,23 +137,71 @@ fn cut(text: &str, max: usize) -> &str {
     &text[..end]
 }
 
-/// A schema as kept: an object within [`MAX_SCHEMA_BYTES`], else `None` with the reason.
-fn schema(value: Option<&Value>) -> Result<Option<Value>, String> {
-    match value {
-        None | Some(Value::Null) => Ok(None),
-        Some(Value::Object(_)) => {
-            let bytes = value.map_or(0, |v| v.to_string().len());
-            if bytes > MAX_SCHEMA_BYTES {
-                Err(format!("is {bytes} bytes (over {MAX_SCHEMA_BYTES})"))
-            } else {
-                Ok(value.cloned())
-            }
-        }
-        Some(other) => Err(format!(
-            "is {}, not an object",
-            crate::catalog::json_kind(other)
-        )),
+/// The JSON kind of a raw value, from its first byte.
+fn raw_kind(raw: &RawValue) -> &'static str {
+    match raw.get().as_bytes().first() {
+        Some(b'{') => "an object",
+        Some(b'[') => "an array",
+        Some(b'"') => "a string",
+        Some(b't' | b'f') => "a boolean",
+        Some(b'n') => "null",
+        _ => "a number",
     }
+}
+
+/// A schema (or annotations object) as kept: an object within `max_bytes` whose nesting keeps
+/// the message within [`MAX_MCP_MESSAGE_DEPTH`], parsed from its raw text only once it passed
+/// those checks; else `None` with the reason.
+fn object_within(raw: Option<&RawValue>, max_bytes: usize) -> Result<Option<Value>, String> {
+    let Some(raw) = raw else {
+        return Ok(None);
+    };
+    match raw.get().as_bytes().first() {
+        Some(b'{') => {}
+        Some(b'n') => return Ok(None),
+        _ => return Err(format!("is {}, not an object", raw_kind(raw))),
+    }
+    let bytes = raw.get().as_bytes();
+    let depth = nesting(bytes);
+    if depth + ENTRY_FIELD_DEPTH > MAX_MCP_MESSAGE_DEPTH {
+        return Err(format!(
+            "is nested {depth} levels deep, past the message depth bound (MAX_MCP_MESSAGE_DEPTH, \
+             {MAX_MCP_MESSAGE_DEPTH} levels in all)"
+        ));
+    }
+    // The whitespace-free length first (no tree is built for what is far too large), then the
+    // exact compact length of what was parsed.
+    let approximate = compact_len(bytes);
+    if approximate > 2 * max_bytes {
+        return Err(format!("is about {approximate} bytes (over {max_bytes})"));
+    }
+    let value: Value =
+        serde_json::from_str(raw.get()).map_err(|e| format!("is not valid JSON ({e})"))?;
+    let mut counter = Counter(0);
+    let _ = serde_json::to_writer(&mut counter, &value);
+    if counter.0 > max_bytes {
+        return Err(format!("is {} bytes (over {max_bytes})", counter.0));
+    }
+    Ok(Some(value))
+}
+
+/// Counts the bytes written to it.
+struct Counter(usize);
+
+impl std::io::Write for Counter {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0 += buf.len();
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+/// A string field, or `None` when absent or not a string.
+fn string<'a>(raw: Option<&'a RawValue>) -> Option<Cow<'a, str>> {
+    serde_json::from_str::<Cow<'a, str>>(raw?.get()).ok()
 }
 
 /// Whether a tool with these annotations needs approval under `approval`.
@@ -152,51 +220,130 @@ fn needs_approval(approval: McpApproval, annotations: Option<&Value>) -> bool {
     }
 }
 
-/// Ingests `entries` (the `tools` arrays of every page, concatenated) for `server`.
-pub fn ingest(server: &McpServer, filters: &Filters, entries: &[Value]) -> Ingested {
-    let mut out = Ingested::default();
-    let mut seen = std::collections::HashSet::new();
-    for (index, entry) in entries.iter().enumerate() {
-        if out.tools.len() >= MAX_TOOLS_PER_SERVER {
-            out.issues.push(format!(
-                "{} more tools were left out (a server contributes at most {MAX_TOOLS_PER_SERVER})",
-                entries.len() - index
-            ));
-            break;
+/// One `tools/list` entry as written: every field a raw slice of the message, so nothing is
+/// copied or parsed before it is checked.
+#[derive(Deserialize)]
+struct RawEntry<'a> {
+    #[serde(borrow, default)]
+    name: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    title: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    description: Option<&'a RawValue>,
+    #[serde(borrow, default, rename = "inputSchema")]
+    input_schema: Option<&'a RawValue>,
+    #[serde(borrow, default, rename = "outputSchema")]
+    output_schema: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    annotations: Option<&'a RawValue>,
+}
+
+/// Ingestion of one listing, entry by entry across its pages: what is kept, what was skipped or
+/// repaired, and whether the per-server cap is reached (then the lister stops reading pages).
+pub struct Ingest<'s> {
+    server: &'s McpServer,
+    filters: &'s Filters,
+    out: Ingested,
+    seen: HashSet<String>,
+    /// Entries seen so far (the next entry's number).
+    index: usize,
+    /// Entries seen after the cap was reached.
+    left_out: usize,
+    /// Whether pages the server offered were not read because the cap was reached.
+    unread_pages: bool,
+}
+
+impl<'s> Ingest<'s> {
+    /// A listing of `server`'s tools through its `filters`.
+    pub fn new(server: &'s McpServer, filters: &'s Filters) -> Ingest<'s> {
+        Ingest {
+            server,
+            filters,
+            out: Ingested::default(),
+            seen: HashSet::new(),
+            index: 0,
+            left_out: 0,
+            unread_pages: false,
         }
-        let Some(raw_name) = entry.get("name").and_then(Value::as_str) else {
+    }
+
+    /// Whether [`MAX_TOOLS_PER_SERVER`] tools are kept: further entries are only counted.
+    pub fn full(&self) -> bool {
+        self.out.tools.len() >= MAX_TOOLS_PER_SERVER
+    }
+
+    /// Notes that the server offered further pages that were not read (the cap was reached).
+    pub fn pages_left_unread(&mut self) {
+        self.unread_pages = true;
+    }
+
+    /// One entry as the JSON value it is (the HTTP transport's decoded listing).
+    pub fn value(&mut self, entry: &Value) {
+        match serde_json::value::to_raw_value(entry) {
+            Ok(raw) => self.raw(&raw),
+            Err(_) => {
+                let index = self.next_index();
+                self.out.issues.push(format!(
+                    "tool #{index} is not a JSON object with a name; skipped"
+                ));
+            }
+        }
+    }
+
+    fn next_index(&mut self) -> usize {
+        self.index += 1;
+        self.index - 1
+    }
+
+    /// One entry as its raw JSON text (a slice of the message it came in).
+    pub fn raw(&mut self, entry: &RawValue) {
+        let index = self.next_index();
+        if self.full() {
+            self.left_out += 1;
+            return;
+        }
+        let out = &mut self.out;
+        let Ok(fields) = serde_json::from_str::<RawEntry<'_>>(entry.get()) else {
+            out.issues.push(format!(
+                "tool #{index} is {}, not a JSON object with a name; skipped",
+                match raw_kind(entry) {
+                    "an object" => "an object with malformed fields",
+                    other => other,
+                }
+            ));
+            return;
+        };
+        let Some(raw_name) = string(fields.name) else {
             out.issues
                 .push(format!("tool #{index} has no string name; skipped"));
-            continue;
+            return;
         };
+        let raw_name: &str = &raw_name;
         if raw_name.is_empty() || raw_name.len() > MAX_RAW_NAME_BYTES {
             out.issues.push(format!(
                 "tool #{index} has a name of {} bytes (1–{MAX_RAW_NAME_BYTES} accepted); skipped",
                 raw_name.len()
             ));
-            continue;
+            return;
         }
         let quoted: String = cut(raw_name, 80).escape_debug().collect();
-        if !seen.insert(raw_name.to_string()) {
+        if !self.seen.insert(raw_name.to_string()) {
             out.issues.push(format!(
                 "tool \"{quoted}\" is listed twice; the first is kept"
             ));
-            continue;
+            return;
         }
-        if !filters.keeps(raw_name) {
-            continue;
+        if !self.filters.keeps(raw_name) {
+            return;
         }
         let name = escape(raw_name);
-        let description = entry
-            .get("description")
-            .and_then(Value::as_str)
-            .unwrap_or_default();
+        let description = string(fields.description).unwrap_or_default();
         if description.len() > MAX_DESCRIPTION_BYTES {
             out.issues.push(format!(
                 "tool \"{quoted}\": description cut to {MAX_DESCRIPTION_BYTES} bytes"
             ));
         }
-        let input_schema = match schema(entry.get("inputSchema")) {
+        let input_schema = match object_within(fields.input_schema, MAX_SCHEMA_BYTES) {
             Ok(Some(schema)) => schema,
             Ok(None) => {
                 out.issues
@@ -209,7 +356,7 @@ pub fn ingest(server: &McpServer, filters: &Filters, entries: &[Value]) -> Inges
                 Value::Object(Default::default())
             }
         };
-        let output_schema = match schema(entry.get("outputSchema")) {
+        let output_schema = match object_within(fields.output_schema, MAX_SCHEMA_BYTES) {
             Ok(schema) => schema,
             Err(why) => {
                 out.issues
@@ -217,25 +364,191 @@ pub fn ingest(server: &McpServer, filters: &Filters, entries: &[Value]) -> Inges
                 None
             }
         };
-        let annotations = entry.get("annotations").filter(|a| a.is_object()).cloned();
-        let title = entry
-            .get("title")
-            .and_then(Value::as_str)
-            .or_else(|| annotations.as_ref()?.get("title")?.as_str())
-            .map(|t| cut(t, 256).to_string());
-        let mut descriptor = Descriptor::new(Source::Mcp, &server.name, &name)
-            .description(cut(description, MAX_DESCRIPTION_BYTES))
+        let annotations = match fields.annotations {
+            Some(raw) if raw_kind(raw) == "an object" => {
+                match object_within(Some(raw), MAX_ANNOTATIONS_BYTES) {
+                    Ok(annotations) => annotations,
+                    Err(why) => {
+                        out.issues
+                            .push(format!("tool \"{quoted}\": annotations {why}; dropped"));
+                        None
+                    }
+                }
+            }
+            _ => None,
+        };
+        let title = string(fields.title)
+            .map(Cow::into_owned)
+            .or_else(|| {
+                annotations
+                    .as_ref()?
+                    .get("title")?
+                    .as_str()
+                    .map(str::to_string)
+            })
+            .map(|t| cut(&t, 256).to_string());
+        let mut descriptor = Descriptor::new(Source::Mcp, &self.server.name, &name)
+            .description(cut(&description, MAX_DESCRIPTION_BYTES))
             .input_schema(input_schema);
         descriptor.output_schema = output_schema;
         descriptor.label = title;
-        descriptor.requires_approval = needs_approval(server.approval, annotations.as_ref());
+        descriptor.requires_approval = needs_approval(self.server.approval, annotations.as_ref());
         descriptor.annotations = annotations;
+        if name != raw_name {
+            // The upstream's own name, so policy and approval globs written with it match, and
+            // a selector giving it resolves (R-1.8).
+            descriptor.external_id = Some(format!("mcp:{}:{raw_name}", descriptor.owner));
+        }
         out.tools.push(Listed {
             raw_name: raw_name.to_string(),
             descriptor,
         });
     }
-    out
+
+    /// What the listing yielded; the cap, when reached, is one issue.
+    pub fn finish(mut self) -> Ingested {
+        if self.left_out > 0 || self.unread_pages {
+            let more = if self.unread_pages {
+                format!(
+                    "{} more tools and the pages after them were left out",
+                    self.left_out
+                )
+            } else {
+                format!("{} more tools were left out", self.left_out)
+            };
+            self.out.issues.push(format!(
+                "{more} (a server contributes at most {MAX_TOOLS_PER_SERVER} tools, limit \
+                 MAX_TOOLS_PER_SERVER; no further pages are read)"
+            ));
+        }
+        self.out
+    }
+}
+
+/// Ingests `entries` (the `tools` arrays of every page, concatenated) for `server` (the fuzz
+/// target and tests; the upstream ingests page by page).
+#[cfg(any(test, feature = "fuzzing"))]
+pub fn ingest(server: &McpServer, filters: &Filters, entries: &[Value]) -> Ingested {
+    let mut ingest = Ingest::new(server, filters);
+    for entry in entries {
+        ingest.value(entry);
+    }
+    ingest.finish()
+}
+
+/// Reads one `tools/list` page from the raw text of the JSON-RPC response carrying it
+/// (`{"jsonrpc", "id", "result": {"tools": [...], "nextCursor"?}}`), entry by entry into
+/// `ingest` without building the page or its entries as trees: each entry stays a slice of
+/// `message` until it is checked. Returns the next cursor.
+pub fn read_page(message: &str, ingest: &mut Ingest<'_>) -> Result<Option<String>, String> {
+    let mut de = serde_json::Deserializer::from_str(message);
+    let cursor = serde::de::DeserializeSeed::deserialize(Response(ingest), &mut de)
+        .map_err(|e| format!("the tools/list answer is not a list of tools ({e})"))?;
+    Ok(cursor)
+}
+
+/// The response object: its `result` is a page; everything else is skipped.
+struct Response<'i, 's>(&'i mut Ingest<'s>);
+/// A page object: `tools` streamed into the ingestion, `nextCursor` kept.
+struct Page<'i, 's>(&'i mut Ingest<'s>);
+/// The `tools` array, one raw entry at a time.
+struct Entries<'i, 's>(&'i mut Ingest<'s>);
+
+impl<'de> serde::de::DeserializeSeed<'de> for Response<'_, '_> {
+    type Value = Option<String>;
+
+    fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
+        d.deserialize_map(self)
+    }
+}
+
+impl<'de> serde::de::Visitor<'de> for Response<'_, '_> {
+    type Value = Option<String>;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("a JSON-RPC response")
+    }
+
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+        let mut cursor = None;
+        let mut found = false;
+        while let Some(key) = map.next_key::<Cow<'de, str>>()? {
+            if key == "result" && !found {
+                found = true;
+                cursor = map.next_value_seed(Page(&mut *self.0))?;
+            } else {
+                map.next_value::<serde::de::IgnoredAny>()?;
+            }
+        }
+        if !found {
+            return Err(serde::de::Error::missing_field("result"));
+        }
+        Ok(cursor)
+    }
+}
+
+impl<'de> serde::de::DeserializeSeed<'de> for Page<'_, '_> {
+    type Value = Option<String>;
+
+    fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
+        d.deserialize_map(self)
+    }
+}
+
+impl<'de> serde::de::Visitor<'de> for Page<'_, '_> {
+    type Value = Option<String>;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("a tools/list result object")
+    }
+
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+        let mut cursor = None;
+        let mut tools = false;
+        while let Some(key) = map.next_key::<Cow<'de, str>>()? {
+            match &*key {
+                "tools" if !tools => {
+                    tools = true;
+                    map.next_value_seed(Entries(&mut *self.0))?;
+                }
+                "nextCursor" => {
+                    // Anything but a string is no cursor (the listing ends).
+                    let raw = map.next_value::<Option<&'de RawValue>>()?;
+                    cursor = raw.and_then(|raw| serde_json::from_str::<String>(raw.get()).ok());
+                }
+                _ => {
+                    map.next_value::<serde::de::IgnoredAny>()?;
+                }
+            }
+        }
+        if !tools {
+            return Err(serde::de::Error::missing_field("tools"));
+        }
+        Ok(cursor)
+    }
+}
+
+impl<'de> serde::de::DeserializeSeed<'de> for Entries<'_, '_> {
+    type Value = ();
+
+    fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+        d.deserialize_seq(self)
+    }
+}
+
+impl<'de> serde::de::Visitor<'de> for Entries<'_, '_> {
+    type Value = ();
+
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("an array of tools")
+    }
+
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
+        while let Some(entry) = seq.next_element::<&'de RawValue>()? {
+            self.0.raw(entry);
+        }
+        Ok(())
+    }
 }
 
 #[cfg(test)]

@@ -36,6 +36,8 @@ pub mod front;
 pub mod ingest;
 pub mod names;
 pub mod serve;
+pub mod supervise;
+pub mod transport;
 pub mod upstream;
 
 use std::sync::{Arc, Mutex};
@@ -79,12 +81,30 @@ impl std::fmt::Debug for Upstreams {
 impl Upstreams {
     /// Starts every server concurrently (on the current Tokio runtime) and returns at once; see
     /// [`Upstreams::ready`]. A bad `enabledTools`/`disabledTools` glob is an error naming it.
+    /// Each stdio server runs under a supervisor process ([`supervise`]) started from this
+    /// executable when its `main` called `toolsearch::dispatch_role` (the `toolsearch` binary
+    /// does), so that none of its descendants outlives the gateway or the server; otherwise the
+    /// server is started directly (its process group is still killed when it is stopped).
     pub fn start(servers: &[McpServer]) -> Result<Upstreams, FilterError> {
+        Upstreams::start_with(servers, supervise::default_binary())
+    }
+
+    /// [`Upstreams::start`] with the binary that runs the supervisor role given (a `toolsearch`
+    /// binary), or `None` to start stdio servers directly.
+    pub fn start_with(
+        servers: &[McpServer],
+        supervisor: Option<std::path::PathBuf>,
+    ) -> Result<Upstreams, FilterError> {
         let changed = Arc::new(Notify::new());
         let mut upstreams = Vec::with_capacity(servers.len());
         for server in servers {
             let filters = ingest::Filters::new(server)?;
-            upstreams.push(Upstream::new(server.clone(), filters, changed.clone()));
+            upstreams.push(Upstream::new(
+                server.clone(),
+                filters,
+                changed.clone(),
+                supervisor.clone(),
+            ));
         }
         let tasks = upstreams
             .iter()

@@ -2,9 +2,13 @@
 //!
 //!
 //! Owns: starting the server (a child process that gets only the configured environment, in
-//! its own process group, killed with the group when the gateway drops it, or a streamable-HTTP
-//! connection), the MCP handshake and `tools/list` through every page within
-//! `startupTimeoutMs`, re-listing on `notifications/tools/list_changed`, draining the child's
+//! its own process group — under a supervisor process ([`super::supervise`]) that kills every
+//! descendant of the server when the server exits or the gateway goes away, `kill -9` included;
+//! without one, killed with the group when the gateway drops it — or a streamable-HTTP
+//! connection; a stdio child speaks through [`super::transport`]), the MCP handshake and
+//! `tools/list` through every page — up to the per-server tool cap, then no further page is
+//! asked for — within `startupTimeoutMs`, re-listing on `notifications/tools/list_changed`,
+//! draining the child's
 //! stderr into a bounded tail, the executor of each listed tool ([`McpTool`]: the raw name goes
 //! upstream, `callTimeoutMs` bounds the call and sends `notifications/cancelled`, a dropped call
 //! cancels too), and the supervisor loop: a server that fails to start or dies is marked down
@@ -14,12 +18,14 @@
 //! Never does: decide what the model sees, or word an error for it (the gateway and surface do).
 
 use std::collections::{HashMap, VecDeque};
+use std::os::fd::AsRawFd;
 use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
 use rmcp::model::{
     CallToolRequestParams, CallToolResult, ClientCapabilities, ClientConfig, ClientRequest,
-    Implementation, PaginatedRequestParams, ProgressNotificationParam, Request, ServerResult,
+    CustomResult, Implementation, PaginatedRequestParams, ProgressNotificationParam, Request,
+    RequestOptionalParam, ServerResult,
 };
 use rmcp::service::{NotificationContext, Peer, PeerRequestOptions, RoleClient, RunningService};
 use rmcp::{ClientHandler, ServiceError, ServiceExt};
@@ -28,8 +34,9 @@ use tokio::io::AsyncBufReadExt;
 use tokio::io::AsyncReadExt;
 use tokio::sync::{Notify, watch};
 
-use super::bounded::{Bounded, Violation};
-use super::ingest::{self, Filters};
+use super::bounded::Violation;
+use super::ingest::{self, Filters, Ingest, Ingested};
+use super::transport::{StdioClient, TRANSPORT_ERROR};
 use super::{PROGRESS, ProgressSink};
 use crate::catalog::{
     BoxFuture, CallContext, Descriptor, FailureKind, Tool, ToolError, ToolOutput,
@@ -152,16 +159,31 @@ fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
         .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
-/// A child process in its own process group; dropping it kills the whole group.
+/// A child process in its own process group; dropping it kills the whole group — or, for a
+/// supervised server, makes its supervisor kill every descendant ([`super::supervise`]).
 struct ChildGroup {
     child: tokio::process::Child,
     pgid: Option<i32>,
+    /// The write end of a supervisor's watch pipe: closing it (or the gateway's death) makes
+    /// the supervisor kill the server and all its descendants, then exit.
+    watch: Option<std::os::fd::OwnedFd>,
     /// The task draining its stderr into the tail ([`drain_stderr`]).
     stderr: Option<tokio::task::JoinHandle<()>>,
 }
 
 impl ChildGroup {
     fn kill(&mut self) {
+        if let Some(watch) = self.watch.take() {
+            // Never SIGKILL a supervisor: it could not kill the server's descendants then.
+            drop(watch);
+            if let Some(pid) = self.child.id().and_then(|id| i32::try_from(id).ok()) {
+                // SAFETY: SIGTERM to our own child, not yet reaped (so the pid is still ours).
+                unsafe {
+                    libc::kill(pid, libc::SIGTERM);
+                }
+            }
+            return;
+        }
         if let Some(pgid) = self.pgid.take() {
             // SAFETY: killpg on the group this child leads; harmless if it is already gone.
             unsafe {
@@ -214,8 +236,11 @@ pub struct Upstream {
     reconnect: Notify,
     shutdown: watch::Sender<bool>,
     /// Why the current connection's stream was cut at a message bound, once it was
-    /// (`super::bounded`); reset on every connection.
+    /// (`super::transport`); reset on every connection.
     violation: Violation,
+    /// The binary whose supervisor role runs between the gateway and a stdio server (`None`:
+    /// the server is started directly).
+    supervisor: Option<std::path::PathBuf>,
 }
 
 impl std::fmt::Debug for Upstream {
@@ -228,7 +253,12 @@ impl std::fmt::Debug for Upstream {
 }
 
 impl Upstream {
-    pub(crate) fn new(config: McpServer, filters: Filters, changed: Arc<Notify>) -> Arc<Upstream> {
+    pub(crate) fn new(
+        config: McpServer,
+        filters: Filters,
+        changed: Arc<Notify>,
+        supervisor: Option<std::path::PathBuf>,
+    ) -> Arc<Upstream> {
         let (status, _) = watch::channel(Status::Starting);
         let (shutdown, _) = watch::channel(false);
         Arc::new(Upstream {
@@ -246,6 +276,7 @@ impl Upstream {
             reconnect: Notify::new(),
             violation: Violation::default(),
             shutdown,
+            supervisor,
         })
     }
 
@@ -416,29 +447,63 @@ impl Upstream {
                 env,
                 cwd,
             } => {
-                let mut cmd = tokio::process::Command::new(command);
-                cmd.args(args)
-                    .env_clear()
+                // Supervised: `toolsearch ROLE <watch fd> <program> <argv[0]> args…`, the watch
+                // pipe's read end inherited by the supervisor only.
+                let watch = match &self.supervisor {
+                    Some(_) => Some(watch_pipe()?),
+                    None => None,
+                };
+                let mut cmd = match (&self.supervisor, &watch) {
+                    (Some(binary), Some((read, _))) => {
+                        let mut cmd = tokio::process::Command::new(binary);
+                        cmd.arg(super::supervise::ROLE)
+                            .arg(read.as_raw_fd().to_string())
+                            .arg(resolve_program(command, env))
+                            .arg(command)
+                            .args(args);
+                        cmd
+                    }
+                    _ => {
+                        let mut cmd = tokio::process::Command::new(command);
+                        cmd.args(args);
+                        cmd
+                    }
+                };
+                cmd.env_clear()
                     .envs(env)
                     .stdin(std::process::Stdio::piped())
                     .stdout(std::process::Stdio::piped())
                     .stderr(std::process::Stdio::piped())
                     .process_group(0)
-                    .kill_on_drop(true);
+                    .kill_on_drop(watch.is_none());
                 if let Some(cwd) = cwd {
                     cmd.current_dir(cwd);
                 }
-                // SAFETY: only an async-signal-safe call between fork and exec.
+                let inherited = watch.as_ref().map(|(read, _)| read.as_raw_fd());
+                // SAFETY: only async-signal-safe calls between fork and exec.
                 unsafe {
-                    cmd.pre_exec(|| {
-                        // The child dies with the gateway even when the gateway is SIGKILLed.
-                        libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+                    cmd.pre_exec(move || {
+                        match inherited {
+                            // The supervisor keeps the watch pipe across exec; it must not get
+                            // PDEATHSIG (it would die before it killed the server's descendants).
+                            Some(fd) => {
+                                if libc::fcntl(fd, libc::F_SETFD, 0) != 0 {
+                                    return Err(std::io::Error::last_os_error());
+                                }
+                            }
+                            // The child dies with the gateway even when the gateway is
+                            // SIGKILLed.
+                            None => {
+                                libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+                            }
+                        }
                         Ok(())
                     });
                 }
                 let mut child = cmd
                     .spawn()
                     .map_err(|e| format!("{command:?} could not be started: {e}"))?;
+                let watch = watch.map(|(_read, write)| write);
                 let pgid = child.id().and_then(|id| i32::try_from(id).ok());
                 let stdout = child.stdout.take();
                 let stdin = child.stdin.take();
@@ -452,6 +517,7 @@ impl Upstream {
                 let mut group = ChildGroup {
                     child,
                     pgid,
+                    watch,
                     stderr,
                 };
                 let (Some(stdout), Some(stdin)) = (stdout, stdin) else {
@@ -460,13 +526,12 @@ impl Upstream {
                 if let Ok(mut slot) = self.violation.lock() {
                     *slot = None;
                 }
-                let stdout = Bounded::new(
+                let transport = StdioClient::new(
                     stdout,
+                    stdin,
                     format!("the MCP server {:?}", self.config.name),
                     self.violation.clone(),
                 );
-                let transport =
-                    rmcp::transport::async_rw::AsyncRwTransport::new_client(stdout, stdin);
                 let service = match events.serve(transport).await {
                     Ok(service) => service,
                     Err(e) => {
@@ -511,24 +576,55 @@ impl Upstream {
         Ok(Connection { service, child })
     }
 
-    /// `tools/list` through every page; publishes the new tools.
+    /// `tools/list` through every page, up to the per-server tool cap (the pages after it are
+    /// not asked for); publishes the new tools. A stdio page arrives as its message's text and
+    /// is read entry by entry (`transport.rs`, `ingest::read_page`); an HTTP page as rmcp
+    /// decoded it (a typed list, or the plain JSON value when one of its tools did not decode).
     async fn list(self: &Arc<Self>, peer: &Peer<RoleClient>) -> Result<(), String> {
-        let mut entries: Vec<Value> = Vec::new();
+        let mut ingest = Ingest::new(&self.config, &self.filters);
         let mut cursor: Option<String> = None;
         for _ in 0..MAX_PAGES {
-            let page = peer
-                .list_tools(Some(
-                    PaginatedRequestParams::default().with_cursor(cursor.clone()),
-                ))
+            let request = ClientRequest::ListToolsRequest(RequestOptionalParam::with_param(
+                PaginatedRequestParams::default().with_cursor(cursor.clone()),
+            ));
+            let answer = peer
+                .send_request(request)
                 .await
                 .map_err(|e| format!("tools/list failed: {e}"))?;
-            entries.extend(page_entries(page.tools));
-            match page.next_cursor {
+            let next = match answer {
+                ServerResult::CustomResult(CustomResult(Value::String(message))) => {
+                    ingest::read_page(&message, &mut ingest)?
+                }
+                ServerResult::ListToolsResult(page) => {
+                    for entry in page_entries(page.tools) {
+                        ingest.value(&entry);
+                    }
+                    page.next_cursor
+                }
+                ServerResult::CustomResult(CustomResult(Value::Object(mut page))) => {
+                    let Some(Value::Array(tools)) = page.remove("tools") else {
+                        return Err("the tools/list answer has no tools array".into());
+                    };
+                    for entry in &tools {
+                        ingest.value(entry);
+                    }
+                    page.remove("nextCursor")
+                        .and_then(|c| c.as_str().map(str::to_string))
+                }
+                _ => return Err("the tools/list answer is not a list of tools".into()),
+            };
+            match next {
                 Some(next) if !next.is_empty() && Some(&next) != cursor.as_ref() => {
-                    cursor = Some(next)
+                    if ingest.full() {
+                        // The cap is reached: the pages after this one are not asked for.
+                        ingest.pages_left_unread();
+                        self.publish(ingest.finish());
+                        return Ok(());
+                    }
+                    cursor = Some(next);
                 }
                 _ => {
-                    self.publish(&entries);
+                    self.publish(ingest.finish());
                     return Ok(());
                 }
             }
@@ -536,8 +632,7 @@ impl Upstream {
         Err(format!("tools/list had more than {MAX_PAGES} pages"))
     }
 
-    fn publish(self: &Arc<Self>, entries: &[Value]) {
-        let ingested = ingest::ingest(&self.config, &self.filters, entries);
+    fn publish(self: &Arc<Self>, ingested: Ingested) {
         for issue in &ingested.issues {
             tracing::warn!(server = %self.config.name, "{issue}");
         }
@@ -709,6 +804,14 @@ impl Upstream {
                     timeout.as_millis()
                 ),
             ))),
+            Err(ServiceError::McpError(error)) if error.code == TRANSPORT_ERROR => {
+                // The transport refused the answer (a bound, not UTF-8, the wrong shape): the
+                // message names the server and why.
+                Err(Broken::Tool(ToolError::of(
+                    FailureKind::ToolFailed,
+                    error.message.into_owned(),
+                )))
+            }
             Err(ServiceError::McpError(error)) => {
                 let kind = if error.code == rmcp::model::ErrorCode::INVALID_PARAMS {
                     FailureKind::BadArguments
@@ -819,6 +922,52 @@ fn result_output(server: &str, result: CallToolResult) -> Result<ToolOutput, Bro
         text: (!text.is_empty()).then_some(text),
         details,
     })
+}
+
+/// A pipe for a supervisor to watch: (read end, write end), both close-on-exec (the read end is
+/// made inheritable in the supervisor's child only).
+fn watch_pipe() -> Result<(std::os::fd::OwnedFd, std::os::fd::OwnedFd), String> {
+    use std::os::fd::FromRawFd;
+    let mut fds = [0; 2];
+    // SAFETY: pipe2 fills the array with two new descriptors, owned from here on.
+    unsafe {
+        if libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) != 0 {
+            return Err(format!(
+                "cannot create the supervisor's pipe: {}",
+                std::io::Error::last_os_error()
+            ));
+        }
+        Ok((
+            std::os::fd::OwnedFd::from_raw_fd(fds[0]),
+            std::os::fd::OwnedFd::from_raw_fd(fds[1]),
+        ))
+    }
+}
+
+/// The program a stdio server's `command` names, found as the gateway would find it: a path
+/// with a `/` as given, else the first executable of that name in the server's configured
+/// `PATH`, else in the gateway's own. (The supervisor runs with the server's environment, which
+/// usually has no `PATH` at all.) Unfound: the name as given, and the supervisor reports it.
+fn resolve_program(
+    command: &str,
+    env: &std::collections::BTreeMap<String, String>,
+) -> std::path::PathBuf {
+    use std::os::unix::fs::PermissionsExt;
+    if command.contains('/') {
+        return std::path::PathBuf::from(command);
+    }
+    let path = env
+        .get("PATH")
+        .map(std::ffi::OsString::from)
+        .or_else(|| std::env::var_os("PATH"))
+        .unwrap_or_default();
+    std::env::split_paths(&path)
+        .map(|dir| dir.join(command))
+        .find(|candidate| {
+            std::fs::metadata(candidate)
+                .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+        })
+        .unwrap_or_else(|| std::path::PathBuf::from(command))
 }
 
 /// How long a reason waits for an exited child's last stderr lines (a grandchild that keeps the

@@ -7,6 +7,12 @@
 //! and asking for the id. Nothing resolves to a denied tool, because the index
 //! holds allowed tools only: describing a denied tool answers exactly like an unknown one
 //! suggestions included.
+//!
+//! Nor does a selector that names a denied tool fall back to another one: a step whose exact
+//! test also matches a denied tool (its id, name, external id or raw upstream name; its owner
+//! and name in a lenient form) ends the resolution — only that step's allowed matches may
+//! answer, never a later, more lenient step. So with `mcp:evil:a.b` denied, the selector
+//! `mcp:evil:a.b` (or `evil.a.b`, `evil:a.b`) is unknown, not the allowed `mcp:evil:A.B`.
 
 use std::fmt;
 
@@ -182,6 +188,14 @@ pub fn resolve(index: &SearchIndex, selector: &str) -> Resolution {
     if let Some(position) = index.position_of(selector) {
         return Resolution::Found(position);
     }
+    let view = index.view();
+    // The selector is exactly a denied tool's id, name or external id: only an allowed tool
+    // matching it exactly as well may answer (same step), nothing more lenient.
+    let names_denied = view.names_denied(selector);
+    if names_denied && view.snapshot().position(selector).is_some() {
+        // A denied tool's exact id: ids are unique, no other tool is meant.
+        return Resolution::NotFound;
+    }
     // Candidates equal ignoring case: the index keeps them per lowercased name/id/external id.
     let folded = index.folded_matches(selector);
     let exact_name: Vec<u32> = folded
@@ -204,6 +218,9 @@ pub fn resolve(index: &SearchIndex, selector: &str) -> Resolution {
     if let Some(found) = one_or_many(index, exact_external) {
         return found;
     }
+    if names_denied {
+        return Resolution::NotFound;
+    }
     // Lenient forms, case-sensitive first, then ignoring case.
     for fold in [false, true] {
         let eq = |a: &str, b: &str| {
@@ -214,6 +231,7 @@ pub fn resolve(index: &SearchIndex, selector: &str) -> Resolution {
             }
         };
         let mut matches = Vec::new();
+        let mut names_denied_pair = false;
         for (separator, skip) in [(".", 1), ("__", 2), (":", 1)] {
             let mut start = 0;
             while let Some(found) = selector[start..].find(separator) {
@@ -223,6 +241,7 @@ pub fn resolve(index: &SearchIndex, selector: &str) -> Resolution {
                     matches.extend(positions_where(index, |t| {
                         eq(&t.owner, owner) && eq(&t.name, name)
                     }));
+                    names_denied_pair |= !fold && view.names_denied_pair(owner, name);
                 }
                 start = split + skip;
             }
@@ -232,6 +251,10 @@ pub fn resolve(index: &SearchIndex, selector: &str) -> Resolution {
         }
         if let Some(found) = one_or_many(index, matches) {
             return found;
+        }
+        if names_denied_pair {
+            // `owner.name` of a denied tool: never its case-insensitive neighbour.
+            return Resolution::NotFound;
         }
     }
     Resolution::NotFound

@@ -889,3 +889,198 @@ fn cli_bench_payload_json() {
     assert_eq!(bad.status.code(), Some(1));
     assert!(crate::support::stderr(&bad).contains("out of range"));
 }
+
+/// A run of the hostile scripted provider (`faults`) against one tool, `plugin:test:tally`, that
+/// accepts any arguments and counts its executions; returns the run and the count.
+fn hostile_run(
+    faults: &[Fault],
+    tune: impl FnOnce(&mut ProviderConfig, &mut AgentOptions),
+) -> (AgentRun, usize) {
+    let rt = rt();
+    let scenario = MockScenario {
+        target: "tally".into(),
+        arguments: json!({"n": 1}),
+        queries: vec!["tally".into()],
+        faults: faults.to_vec(),
+        ..MockScenario::default()
+    };
+    let mock = rt
+        .block_on(MockProvider::start(([127, 0, 0, 1], 0).into(), scenario))
+        .unwrap();
+    let count = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let counter = count.clone();
+    let tally = Descriptor::new(Source::Plugin, "test", "tally")
+        .description("Count one call")
+        .input_schema(json!({"type": "object"}))
+        .tool(Arc::new(FnTool(move |_ctx, _args: Value| {
+            let n = counter.fetch_add(1, std::sync::atomic::Ordering::SeqCst) + 1;
+            async move { Ok(ToolOutput::json(json!({"count": n}))) }
+        })));
+    let mut provider = ProviderConfig::new(mock.url(), "toolsearch-mock");
+    provider.initial_backoff = std::time::Duration::from_millis(10);
+    let mut options = AgentOptions::default();
+    tune(&mut provider, &mut options);
+    let agent = Agent::new(provider, options).unwrap();
+    let run = rt.block_on(async {
+        let session = Session::builder(Config::default())
+            .mode(Mode::Direct)
+            .catalog(CatalogSnapshot::build([tally]))
+            .build()
+            .await
+            .unwrap();
+        let run = agent.run(&session, "count").await;
+        session.finish().await;
+        run
+    });
+    (run, count.load(std::sync::atomic::Ordering::SeqCst))
+}
+
+/// The tool messages of a run: (tool_call_id, content).
+fn tool_messages(run: &AgentRun) -> Vec<(String, String)> {
+    run.messages()
+        .iter()
+        .filter(|m| m["role"] == "tool")
+        .map(|m| {
+            (
+                m["tool_call_id"].as_str().unwrap().to_string(),
+                m["content"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect()
+}
+
+/// Issue 25, class 4. A hostile provider answers one turn with 10,000 calls: only
+/// `max_calls_per_turn` (64) run, every other call is answered with an error naming the bound;
+/// two calls under one id run once (the second gets its own id and an error naming the
+/// duplicate); the bytes sent back over a run and its wall time are bounded, each stop naming
+/// its bound.
+#[test]
+fn hostile_agent_calls_per_turn_ids_bytes_and_deadline_are_bounded() {
+    // 10,000 calls in one answer.
+    let (run, ran) = hostile_run(&[Fault::Flood(10_000)], |_, _| {});
+    assert_eq!(ran, 64, "only max_calls_per_turn calls run");
+    assert_eq!(run.stop, StopReason::Answered, "{:?}", run.stop);
+    let refused = run
+        .calls
+        .iter()
+        .filter(|c| c.status == CallStatus::Refused("max_calls_per_turn"))
+        .count();
+    assert_eq!(refused, 10_000 - 64);
+    let messages = tool_messages(&run);
+    let ids: BTreeSet<&str> = messages.iter().map(|(id, _)| id.as_str()).collect();
+    assert_eq!(ids.len(), messages.len(), "one answer per call id");
+    assert!(
+        messages
+            .iter()
+            .filter(|(_, text)| text.contains("max_calls_per_turn = 64"))
+            .count()
+            == refused
+    );
+
+    // Two calls under one id: the first runs, the second is answered with an error.
+    let (run, ran) = hostile_run(&[Fault::DuplicateIds], |_, _| {});
+    assert_eq!(ran, 1, "a duplicate id runs once");
+    let statuses: Vec<CallStatus> = run.calls.iter().map(|c| c.status).collect();
+    assert_eq!(
+        statuses[..2],
+        [CallStatus::Ok, CallStatus::Refused("duplicate_call_id")]
+    );
+    let messages = tool_messages(&run);
+    assert_eq!(messages[0].0, "call_0_dup");
+    assert_eq!(messages[1].0, "call_0_dup~2");
+    assert!(messages[1].1.contains("duplicate_call_id"), "{messages:?}");
+    let echoed: Vec<&str> = run
+        .messages()
+        .iter()
+        .find(|m| m["role"] == "assistant")
+        .unwrap()["tool_calls"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(echoed, ["call_0_dup", "call_0_dup~2"]);
+
+    // The bytes sent back over the run: once 64 KiB went back, nothing more runs and it stops.
+    let (run, ran) = hostile_run(&[Fault::Flood(5_000)], |_, options| {
+        options.max_calls_per_turn = 10_000;
+        options.max_run_result_bytes = 64 * 1024;
+    });
+    let StopReason::RunResultBytes { used, limit } = run.stop else {
+        panic!("{:?}", run.stop)
+    };
+    assert_eq!(limit, 64 * 1024);
+    assert!(used >= limit);
+    assert!(ran < 5_000, "{ran}");
+    assert!(
+        run.calls
+            .iter()
+            .any(|c| c.status == CallStatus::Refused("max_run_result_bytes"))
+    );
+    assert_eq!(run.requests.len(), 1, "no request after the bound");
+
+    // The whole run's deadline: a provider that stalls is cut by it, not by the request timeout.
+    let (run, ran) = hostile_run(&[Fault::Stall(60)], |_, options| {
+        options.run_timeout = std::time::Duration::from_secs(1);
+    });
+    assert_eq!(run.stop, StopReason::RunTimeout { timeout_ms: 1000 });
+    assert_eq!(ran, 0);
+}
+
+/// Issue 25, class 4, from the command line: `--max-calls-per-turn` and the config's
+/// `agent.maxCallsPerTurn` bound a flooding provider's answer.
+#[test]
+fn hostile_agent_cli_bounds_calls_per_turn_by_flag_and_config() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("toolsearch.json5");
+    std::fs::write(
+        &config,
+        "{agent: {maxCallsPerTurn: 2, runTimeoutMs: 600000}}",
+    )
+    .unwrap();
+    for (extra, bound) in [
+        (vec!["--max-calls-per-turn", "3"], 3),
+        (vec!["--config", config.to_str().unwrap()], 2),
+    ] {
+        let mut child = Command::new(BIN)
+            .args([
+                "mock-provider",
+                "--listen",
+                "127.0.0.1:0",
+                "--faults",
+                "flood:40",
+            ])
+            .env("RUST_LOG", "warn")
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let stdout = child.stdout.take().unwrap();
+        let mock = Reaped(child);
+        let mut url = String::new();
+        BufReader::new(stdout).read_line(&mut url).unwrap();
+        let url = url.trim().to_string();
+        let output = Command::new(BIN)
+            .args(["agent", "--provider", &url, "--mode", "direct"])
+            .args(["--prompt", "Convert 10 km to miles", "--json"])
+            .args(&extra)
+            .env("RUST_LOG", "warn")
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&output.stdout);
+        let run: Value = serde_json::from_str(&text).unwrap();
+        let first: Vec<&Value> = run["tool_calls"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|c| c["turn"] == 1)
+            .collect();
+        assert_eq!(first.len(), 40, "{text}");
+        let refused = first
+            .iter()
+            .filter(|c| c["status"] == "refused" && c["kind"] == "max_calls_per_turn")
+            .count();
+        assert_eq!(refused, 40 - bound, "{extra:?}: {text}");
+        drop(mock);
+    }
+}

@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 use pretty_assertions::assert_eq;
 use serde_json::{Value, json};
 use toolsearch::{
-    Config, FailureKind, GlobApprovals, Mode, Reply, Session, UpstreamStatus, Upstreams,
+    Config, FailureKind, GlobApprovals, Mode, Policy, Reply, Session, UpstreamStatus, Upstreams,
 };
 
 use crate::support::{BIN, rt};
@@ -64,16 +64,22 @@ impl Run {
     }
 
     fn with(servers: Value, mode: Mode, approve: &[&str]) -> Run {
+        Run::build(servers, mode, approve, Policy::allow_all())
+    }
+
+    fn build(servers: Value, mode: Mode, approve: &[&str], policy: Policy) -> Run {
         let config = Config::from_value(&json!({"mcp": {"servers": servers}}), None).unwrap();
         let rt = rt();
         let approvals =
             GlobApprovals::new(&approve.iter().map(|a| a.to_string()).collect::<Vec<_>>()).unwrap();
         let (upstreams, session) = rt.block_on(async {
-            let upstreams = Upstreams::start(&config.mcp).unwrap();
+            // Each stdio server under the binary's supervisor, as the CLI runs them.
+            let upstreams = Upstreams::start_with(&config.mcp, Some(BIN.into())).unwrap();
             upstreams.ready().await;
             let session = Session::builder(config)
                 .mode(mode)
                 .catalog(upstreams.catalog(&[]))
+                .policy(policy)
                 .approvals(Arc::new(approvals))
                 .worker_binary(BIN)
                 .warm_pool(0)
@@ -984,4 +990,359 @@ fn an_upstream_message_past_a_bound_is_rejected_naming_it_and_the_server() {
         text(&run.call("mcp:other:echo", json!({"text": "and here"}))),
         "and here"
     );
+}
+
+/// Issue 25, class 3. A hostile server lists lookalike tools (`a.b` / `A.B`, `a b`, `ümlaut` /
+/// `ÜMLAUT`). A denied exact id is an error everywhere — call, lenient forms, describe, a cell's
+/// `openclaw.tools.call` — never a case-insensitive fallback to its lookalike; and a deny written
+/// with the upstream's raw name (`mcp:evil:a b`, a bare non-ASCII name) denies the tool it names.
+#[test]
+fn hostile_policy_exact_denied_id_never_falls_back() {
+    let policy = Policy::from_json(&json!({"session": {"deny": [
+        "mcp:evil:a.b", "mcp:evil:a b", "ümlaut",
+    ]}}))
+    .unwrap();
+    let run = Run::build(
+        json!({"evil": test_server(&["--lookalikes", "--name", "evil"])}),
+        Mode::Code,
+        &[],
+        policy,
+    );
+    // The allowed lookalikes run when named exactly.
+    assert_eq!(text(&run.call("mcp:evil:A.B", json!({}))), "ran A.B");
+    assert_eq!(
+        text(&run.call("mcp:evil:_x__c3_9cMLAUT", json!({}))),
+        "ran ÜMLAUT"
+    );
+    // The denied ones are unknown, whatever form names them; nothing else runs instead.
+    for selector in [
+        "mcp:evil:a.b",
+        "evil.a.b",
+        "evil:a.b",
+        "evil__a.b",
+        "mcp:evil:a b",
+        "mcp:evil:_x_a_20b",
+        "mcp:evil:ümlaut",
+        "mcp:evil:_x__c3_bclaut",
+    ] {
+        let reply = run.call(selector, json!({}));
+        let (kind, message) = failure(&reply);
+        assert_eq!(kind, FailureKind::Unknown, "{selector}: {message}");
+        assert!(!reply.text().contains("ran "), "{selector}: {reply:?}");
+        let described = run.session.describe(&json!({"id": selector}));
+        assert!(
+            matches!(described, Reply::Failed { .. }),
+            "{selector}: {described:?}"
+        );
+    }
+    let cell = run.cell(
+        r#"
+        const out = [];
+        for (const id of ["mcp:evil:a.b", "mcp:evil:a b", "mcp:evil:ümlaut", "evil.a.b"]) {
+            try { const r = await openclaw.tools.call(id, {}); out.push(r.result.text); }
+            catch (e) { out.push(e.message); }
+            try { const d = await openclaw.tools.describe(id); out.push("described " + d.id); }
+            catch (e) { out.push(e.message); }
+        }
+        return out;
+        "#,
+    );
+    for message in cell["value"].as_array().unwrap() {
+        let message = message.as_str().unwrap();
+        assert!(message.starts_with("Unknown tool"), "{cell}");
+    }
+    // Invisible: search never lists them.
+    let hits = run.search("lookalike tool called");
+    assert!(hits.contains(&"mcp:evil:A.B".to_string()), "{hits:?}");
+    for denied in [
+        "mcp:evil:a.b",
+        "mcp:evil:_x_a_20b",
+        "mcp:evil:_x__c3_bclaut",
+    ] {
+        assert!(!hits.contains(&denied.to_string()), "{hits:?}");
+    }
+}
+
+fn hostile_server(args: &[&str]) -> Value {
+    let mut all = vec![fixtures().join("servers/hostile.mjs").display().to_string()];
+    all.extend(args.iter().map(|a| a.to_string()));
+    json!({"command": "node", "args": all, "startupTimeoutMs": 120000})
+}
+
+fn issues(run: &Run, name: &str) -> Vec<String> {
+    run.upstreams
+        .servers()
+        .iter()
+        .find(|s| s.name() == name)
+        .unwrap()
+        .issues()
+}
+
+/// Issue 25, class 5. A server that pages forever (1,000 tools a page): the listing stops at the
+/// per-server tool cap instead of reading (and holding) every page up to the page bound, says
+/// so once, and the server is ready with the first 10,000 tools.
+#[test]
+fn hostile_upstream_listing_stops_paging_at_the_tool_cap() {
+    let run = Run::new(
+        json!({"endless": hostile_server(&["--listing", "endless", "--tools", "1000"])}),
+        Mode::Tools,
+    );
+    assert_eq!(run.status("endless"), UpstreamStatus::Ready);
+    assert_eq!(run.session.telemetry()["catalog_size"], 10_000);
+    let pages: usize = text(&run.call("mcp:endless:pages", json!({})))
+        .parse()
+        .unwrap();
+    assert!(pages <= 11, "{pages} pages were asked for");
+    let issues = issues(&run, "endless");
+    let cap: Vec<&String> = issues
+        .iter()
+        .filter(|i| i.contains("MAX_TOOLS_PER_SERVER"))
+        .collect();
+    assert_eq!(cap.len(), 1, "{issues:?}");
+    assert!(cap[0].contains("no further pages are read"), "{cap:?}");
+}
+
+/// Peak RSS (KiB, `VmHWM`) of `toolsearch serve` once it serves the tools of one configured
+/// server (the server's own memory is its process's, not counted).
+fn serve_peak_rss_kib(dir: &std::path::Path, server: Value) -> u64 {
+    let config = config_file(dir, json!({"h": server}));
+    let mut child = Command::new(BIN)
+        .args(["serve", "--mode", "tools", "--config"])
+        .arg(&config)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stderr = BufReader::new(child.stderr.take().unwrap());
+    let mut line = String::new();
+    loop {
+        line.clear();
+        assert!(
+            stderr.read_line(&mut line).unwrap() > 0,
+            "serve ended early"
+        );
+        if line.contains("serving") {
+            break;
+        }
+    }
+    let status = std::fs::read_to_string(format!("/proc/{}/status", child.id())).unwrap();
+    let _ = child.kill();
+    let _ = child.wait();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .unwrap()
+}
+
+/// Issue 25, class 5. One 14 MB `tools/list` message — 140,000 small tools (past the cap), or
+/// one tool with a 14 MB schema of empty arrays — no longer peaks at 25–33× its size: the page
+/// is read entry by entry from its bytes (serve's peak RSS measured before: 357 MB and 466 MB;
+/// after: 78 MB and 29 MB, of which ~28 MB is serve's own floor).
+#[test]
+fn hostile_upstream_listing_memory_stays_a_small_multiple_of_the_message() {
+    let dir = tempfile::tempdir().unwrap();
+    for listing in ["many", "huge"] {
+        let server = hostile_server(&["--listing", listing, "--bytes", "14000000"]);
+        let peak = serve_peak_rss_kib(dir.path(), server);
+        assert!(
+            peak < 200 * 1024,
+            "{listing}: a 14 MB listing peaked at {} MiB",
+            peak / 1024
+        );
+    }
+}
+
+/// Issue 25, class 6. Tools whose `inputSchema` is an array, a string, `true`, or nested past
+/// the message depth bound are repaired (`{}`) with a named issue each; the server's other
+/// tools stay and answer.
+#[test]
+fn hostile_upstream_malformed_tool_is_repaired_and_the_others_stay() {
+    let run = Run::new(
+        json!({"bad": hostile_server(&["--malformed"])}),
+        Mode::Tools,
+    );
+    assert_eq!(run.status("bad"), UpstreamStatus::Ready);
+    for tool in ["well_formed_1", "well_formed_2", "well_formed_3"] {
+        assert_eq!(
+            text(&run.call(&format!("mcp:bad:{tool}"), json!({}))),
+            format!("ran {tool}")
+        );
+    }
+    assert_eq!(
+        text(&run.call("mcp:bad:echo", json!({"text": "still here"}))),
+        "still here"
+    );
+    let issues = issues(&run, "bad");
+    for (tool, why) in [
+        ("schema_array", "inputSchema is an array, not an object"),
+        ("schema_string", "inputSchema is a string, not an object"),
+        ("schema_true", "inputSchema is a boolean, not an object"),
+        ("schema_deep", "MAX_MCP_MESSAGE_DEPTH"),
+    ] {
+        assert!(
+            issues
+                .iter()
+                .any(|i| i.contains(&format!("\"{tool}\"")) && i.contains(why)),
+            "{tool}: {issues:?}"
+        );
+        // Repaired, not dropped: the tool is listed with an empty schema.
+        let described = run
+            .session
+            .describe(&json!({"id": format!("mcp:bad:{tool}")}));
+        assert_eq!(described.body()["input_schema"], json!({}), "{described:?}");
+    }
+}
+
+/// Issue 25, class 7. An answer that is not UTF-8 fails that call at once, naming the server and
+/// the reason — not a wait for `callTimeoutMs` — and the connection goes on.
+#[test]
+fn hostile_upstream_invalid_utf8_fails_the_call_at_once_naming_the_server() {
+    let mut server = hostile_server(&["--name", "utf"]);
+    server["callTimeoutMs"] = json!(60_000);
+    let run = Run::new(json!({"utf": server}), Mode::Tools);
+    let before = text(&run.call("mcp:utf:pids", json!({})));
+    let (kind, message) = failure(&run.call("mcp:utf:bad_utf8", json!({})));
+    assert_ne!(kind, FailureKind::Timeout, "{message}");
+    assert!(
+        message.contains("\"utf\"") && message.contains("not valid UTF-8"),
+        "{message}"
+    );
+    // The same process still answers on the same connection.
+    assert_eq!(text(&run.call("mcp:utf:pids", json!({}))), before);
+    assert_eq!(
+        text(&run.call("mcp:utf:echo", json!({"text": "after"}))),
+        "after"
+    );
+}
+
+/// Live processes whose command line carries `--name <marker>` (zombies have none).
+fn marked(marker: &str) -> Vec<u32> {
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Some(pid) = entry
+            .file_name()
+            .to_str()
+            .and_then(|p| p.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        let Ok(cmdline) = std::fs::read(format!("/proc/{pid}/cmdline")) else {
+            continue;
+        };
+        let args: Vec<&[u8]> = cmdline.split(|b| *b == 0).collect();
+        if args
+            .windows(2)
+            .any(|w| w[0] == b"--name" && w[1] == marker.as_bytes())
+            && !args.iter().any(|a| *a == b"__toolsearch-mcp-supervisor")
+        {
+            out.push(pid);
+        }
+    }
+    out.sort_unstable();
+    out
+}
+
+fn alive(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
+        !stat
+            .rsplit_once(')')
+            .is_some_and(|(_, rest)| rest.trim_start().starts_with('Z'))
+    })
+}
+
+/// Waits (bounded) until `check` holds.
+fn wait_until(what: &str, seconds: u64, mut check: impl FnMut() -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(seconds);
+    while !check() {
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+fn serve_stdio(config: &std::path::Path) -> Child {
+    Command::new(BIN)
+        .args(["serve", "--mode", "tools", "--config"])
+        .arg(config)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap()
+}
+
+/// Issue 25, class 11. An upstream's descendants — a child (the `npx` → `node` shape) and a
+/// grandchild that called `setsid` — are gone soon after `serve` is killed with SIGKILL, and a
+/// crash-looping server leaks no process per restart.
+#[test]
+fn hostile_upstream_descendants_never_outlive_serve_or_a_crashing_server() {
+    let dir = tempfile::tempdir().unwrap();
+    let marker = format!("reap-{}", std::process::id());
+    let config = config_file(
+        dir.path(),
+        json!({"h": hostile_server(&["--descendants", "--name", &marker])}),
+    );
+    let mut serve = serve_stdio(&config);
+    wait_until(
+        "the server, its child and its setsid grandchild",
+        30,
+        || marked(&marker).len() == 3,
+    );
+    let pids = marked(&marker);
+    let sessions: std::collections::BTreeSet<String> = pids
+        .iter()
+        .map(|pid| {
+            let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
+            stat.rsplit_once(')')
+                .unwrap()
+                .1
+                .split_whitespace()
+                .nth(3)
+                .unwrap()
+                .to_string()
+        })
+        .collect();
+    assert_eq!(
+        sessions.len(),
+        2,
+        "the grandchild left the session: {sessions:?}"
+    );
+    serve.kill().unwrap(); // SIGKILL: no handler of serve runs
+    serve.wait().unwrap();
+    wait_until(
+        "every descendant to be gone after kill -9 of serve",
+        10,
+        || pids.iter().all(|pid| !alive(*pid)),
+    );
+
+    // A server that exits 300 ms after each start, leaving its descendants behind.
+    let marker = format!("crash-{}", std::process::id());
+    let config = config_file(
+        dir.path(),
+        json!({"h": hostile_server(&["--descendants", "--exit-after", "300", "--name", &marker])}),
+    );
+    let mut serve = serve_stdio(&config);
+    let mut generations = std::collections::BTreeSet::new();
+    let mut most = 0;
+    wait_until("four generations of the crashing server", 60, || {
+        let live = marked(&marker);
+        most = most.max(live.len());
+        // The server is the oldest (lowest pid, usually) of a generation; count distinct sets.
+        if let Some(first) = live.first() {
+            generations.insert(*first);
+        }
+        generations.len() >= 4
+    });
+    assert!(
+        most <= 6,
+        "{most} processes of a crash-looping server were alive at once"
+    );
+    unsafe {
+        libc::kill(serve.id() as i32, libc::SIGTERM);
+    }
+    serve.wait().unwrap();
+    wait_until("every descendant to be gone after serve exited", 10, || {
+        marked(&marker).is_empty()
+    });
 }
