@@ -172,23 +172,32 @@ pub(super) fn serve(args: ServeArgs) -> Result<ExitCode> {
                     );
                     let health_upstreams = upstreams.clone();
                     let health = Arc::new(move || {
-                        json!(
-                            health_upstreams
-                                .servers()
-                                .iter()
-                                .map(|server| {
-                                    let status = match server.status() {
-                                        Status::Starting => json!("starting"),
-                                        Status::Ready => json!("ready"),
-                                        Status::Down(reason) => {
-                                            json!({"down": without_stderr(&reason)})
-                                        }
-                                        Status::Stopped => json!("stopped"),
-                                    };
-                                    (server.name().to_string(), status)
-                                })
-                                .collect::<serde_json::Map<_, _>>()
-                        )
+                        let servers = health_upstreams.servers();
+                        let states: serde_json::Map<_, _> = servers
+                            .iter()
+                            .map(|server| {
+                                let status = match server.status() {
+                                    Status::Starting => json!("starting"),
+                                    Status::Ready => json!("ready"),
+                                    // Never the server's own stderr (it may print secrets).
+                                    Status::Down(reason) => {
+                                        json!({"down": without_stderr(&reason)})
+                                    }
+                                    Status::Stopped => json!("stopped"),
+                                };
+                                (server.name().to_string(), status)
+                            })
+                            .collect();
+                        // What ingestion repaired or skipped (named issues), per server.
+                        let issues: serde_json::Map<_, _> = servers
+                            .iter()
+                            .filter_map(|server| {
+                                let issues = server.issues();
+                                (!issues.is_empty())
+                                    .then(|| (server.name().to_string(), json!(issues)))
+                            })
+                            .collect();
+                        json!({"upstreams": states, "upstream_issues": issues})
                     });
                     listener.serve(session.clone(), &options, health).await
                 }

@@ -467,7 +467,8 @@ pub async fn serve_stdio(session: Session, options: &ServeOptions) -> Result<(),
     Ok(())
 }
 
-/// What `/health` reports beside the session's own state (e.g. upstream servers).
+/// What `/health` reports beside the session's own state: an object whose fields are added
+/// to the answer (e.g. `upstreams`, `upstream_issues`).
 pub type HealthExtra = Arc<dyn Fn() -> Value + Send + Sync>;
 
 /// A bound HTTP listener, before serving (so callers can print the address first).
@@ -714,17 +715,17 @@ impl Routes {
             return respond(405, json!({"error": "use GET /health"}));
         }
         let sessions = self.manager.sessions.read().await.len();
-        respond(
-            200,
-            json!({
-                "status": "ok",
-                "mode": self.session.mode().as_str(),
-                "declared_tools": self.session.tool_definitions().len(),
-                "catalog_size": self.session.telemetry()["catalog_size"],
-                "http_sessions": sessions,
-                "upstreams": (self.health)(),
-            }),
-        )
+        let mut body = json!({
+            "status": "ok",
+            "mode": self.session.mode().as_str(),
+            "declared_tools": self.session.tool_definitions().len(),
+            "catalog_size": self.session.telemetry()["catalog_size"],
+            "http_sessions": sessions,
+        });
+        if let (Value::Object(body), Value::Object(extra)) = (&mut body, (self.health)()) {
+            body.extend(extra);
+        }
+        respond(200, body)
     }
 
     async fn mcp(&self, request: hyper::Request<hyper::body::Incoming>) -> hyper::Response<Body> {
