@@ -4,9 +4,9 @@
 //! waiting cells queue per client ([`CLIENT`], e.g. one MCP connection of `serve`), and a freed
 //! slot goes to the clients in turn (round robin), each client's own cells in arrival order: a
 //! client that queued a dozen looping cells delays another client's cell by at most one running
-//! cell, not by its whole queue. A wait is bounded (its deadline, and [`MAX_QUEUED_PER_CLIENT`]
-//! waiting cells per client): past either the cell is answered [`Busy`] at once instead of
-//! waiting on.
+//! cell, not by its whole queue. A wait is bounded by its deadline, and a named client may have
+//! at most [`MAX_QUEUED_PER_CLIENT`] cells waiting: past either the cell is answered [`Busy`]
+//! instead of waiting on.
 //! Never does: run or time cells (the supervisor does), or let a slot leak when a waiting or
 //! granted cell is dropped.
 
@@ -25,11 +25,10 @@ tokio::task_local! {
     pub static CLIENT: Arc<str>;
 }
 
-/// The current task's client, or the anonymous one.
-pub fn current_client() -> Arc<str> {
-    CLIENT
-        .try_with(Arc::clone)
-        .unwrap_or_else(|_| Arc::from(""))
+/// The current task's client, if one is set (`None`: the anonymous client, e.g. a library
+/// caller or `toolsearch exec`, whose waiting cells are not capped).
+pub fn current_client() -> Option<Arc<str>> {
+    CLIENT.try_with(Arc::clone).ok()
 }
 
 /// Why a cell got no slot.
@@ -44,7 +43,7 @@ pub enum Busy {
         /// Cells still waiting then, all clients.
         queued: usize,
     },
-    /// The client already has [`MAX_QUEUED_PER_CLIENT`] cells waiting.
+    /// The client (a named one) already has [`MAX_QUEUED_PER_CLIENT`] cells waiting.
     ClientQueueFull,
     /// The sandbox is shutting down.
     Closed,
@@ -151,8 +150,15 @@ impl Slots {
         state.queues.clear();
     }
 
-    /// A slot for `client`, waiting at most `deadline` in its turn.
-    pub async fn acquire(&self, client: Arc<str>, deadline: Duration) -> Result<Slot, Busy> {
+    /// A slot for `client` (`None`: the anonymous client), waiting at most `deadline` in its
+    /// turn.
+    pub async fn acquire(
+        &self,
+        client: Option<Arc<str>>,
+        deadline: Duration,
+    ) -> Result<Slot, Busy> {
+        let capped = client.is_some();
+        let client = client.unwrap_or_else(|| Arc::from(""));
         let (id, granted) = {
             let mut state = lock(&self.inner);
             if state.closed {
@@ -169,7 +175,7 @@ impl Slots {
             let (grant, granted) = oneshot::channel();
             let waiter = Waiter { id, grant };
             match state.queues.iter_mut().find(|(c, _)| *c == client) {
-                Some((_, waiters)) if waiters.len() >= MAX_QUEUED_PER_CLIENT => {
+                Some((_, waiters)) if capped && waiters.len() >= MAX_QUEUED_PER_CLIENT => {
                     return Err(Busy::ClientQueueFull);
                 }
                 Some((_, waiters)) => waiters.push_back(waiter),
@@ -234,7 +240,9 @@ mod tests {
     #[tokio::test]
     async fn a_freed_slot_goes_to_the_clients_in_turn() {
         let slots = Slots::new(1);
-        let held = slots.acquire("a".into(), Duration::from_secs(5)).await;
+        let held = slots
+            .acquire(Some("a".into()), Duration::from_secs(5))
+            .await;
         let Ok(held) = held else {
             panic!("the first slot is free")
         };
@@ -244,7 +252,9 @@ mod tests {
         for (client, tag) in [("a", "a1"), ("a", "a2"), ("a", "a3"), ("b", "b1")] {
             let (slots, order) = (slots.clone(), order.clone());
             tasks.push(tokio::spawn(async move {
-                let slot = slots.acquire(client.into(), Duration::from_secs(5)).await;
+                let slot = slots
+                    .acquire(Some(client.into()), Duration::from_secs(5))
+                    .await;
                 order.lock().unwrap_or_else(|p| p.into_inner()).push(tag);
                 tokio::time::sleep(Duration::from_millis(5)).await;
                 drop(slot);
@@ -263,14 +273,18 @@ mod tests {
     #[tokio::test]
     async fn a_wait_past_its_deadline_is_busy_and_leaks_nothing() {
         let slots = Slots::new(1);
-        let held = slots.acquire("a".into(), Duration::from_secs(1)).await;
+        let held = slots
+            .acquire(Some("a".into()), Duration::from_secs(1))
+            .await;
         assert!(held.is_ok());
-        let busy = slots.acquire("b".into(), Duration::from_millis(20)).await;
+        let busy = slots
+            .acquire(Some("b".into()), Duration::from_millis(20))
+            .await;
         assert!(matches!(busy, Err(Busy::Deadline { running: 1, .. })));
         // A waiter whose future is dropped gives its place up.
         let dropped = tokio::time::timeout(
             Duration::from_millis(10),
-            slots.acquire("c".into(), Duration::from_secs(5)),
+            slots.acquire(Some("c".into()), Duration::from_secs(5)),
         )
         .await;
         assert!(dropped.is_err());

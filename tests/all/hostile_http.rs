@@ -127,16 +127,7 @@ fn read_response(stream: &mut TcpStream) -> (u16, String) {
         .to_ascii_lowercase()
         .contains("transfer-encoding: chunked");
     let body = if chunked {
-        let (mut out, mut rest) = (String::new(), rest);
-        while let Some((size, after)) = rest.split_once("\r\n") {
-            let size = usize::from_str_radix(size.trim(), 16).unwrap_or(0);
-            if size == 0 || after.len() < size {
-                break;
-            }
-            out.push_str(&after[..size]);
-            rest = after[size..].trim_start_matches("\r\n");
-        }
-        out
+        crate::support::dechunk(rest)
     } else {
         rest.to_string()
     };

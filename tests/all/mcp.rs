@@ -761,7 +761,7 @@ fn http_exchange(url: &str, headers: &[(&str, &str)], body: &str) -> (u16, Strin
     std::io::Write::write_all(&mut stream, request.as_bytes()).unwrap();
     let mut response = String::new();
     let _ = std::io::Read::read_to_string(&mut stream, &mut response);
-    let (head, mut rest) = response.split_once("\r\n\r\n").unwrap_or((&response, ""));
+    let (head, rest) = response.split_once("\r\n\r\n").unwrap_or((&response, ""));
     let status = head
         .split_whitespace()
         .nth(1)
@@ -778,16 +778,7 @@ fn http_exchange(url: &str, headers: &[(&str, &str)], body: &str) -> (u16, Strin
             .unwrap_or_default()
     };
     let body = if header("transfer-encoding").eq_ignore_ascii_case("chunked") {
-        let mut out = String::new();
-        while let Some((size, after)) = rest.split_once("\r\n") {
-            let size = usize::from_str_radix(size.trim(), 16).unwrap_or(0);
-            if size == 0 {
-                break;
-            }
-            out.push_str(&after[..size]);
-            rest = after[size..].trim_start_matches("\r\n");
-        }
-        out
+        crate::support::dechunk(rest)
     } else {
         rest.to_string()
     };
