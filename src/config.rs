@@ -309,11 +309,11 @@ pub const AGENT_RUN_TIMEOUT_MS: Bounds = Bounds {
 /// The agent loop's bounds on what a provider can make it do (`agent` in the config).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct AgentLimits {
-    /// Tool calls run from one model answer ([`AGENT_MAX_CALLS_PER_TURN`]).
+    /// Tool calls run from one model answer (`AGENT_MAX_CALLS_PER_TURN`).
     pub max_calls_per_turn: usize,
-    /// Bytes of tool results sent back over a run ([`AGENT_MAX_RUN_RESULT_BYTES`]).
+    /// Bytes of tool results sent back over a run (`AGENT_MAX_RUN_RESULT_BYTES`).
     pub max_run_result_bytes: u64,
-    /// The whole run's deadline ([`AGENT_RUN_TIMEOUT_MS`]).
+    /// The whole run's deadline (`AGENT_RUN_TIMEOUT_MS`).
     pub run_timeout: Duration,
 }
 

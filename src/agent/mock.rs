@@ -93,7 +93,7 @@ pub enum Fault {
     BadArguments,
     /// Wait this many seconds (at most 600) before answering.
     Stall(u64),
-    /// One answer with this many calls (at most [`MAX_FLOOD_CALLS`]) of the scenario's next
+    /// One answer with this many calls (at most `MAX_FLOOD_CALLS`) of the scenario's next
     /// tool, each under its own id; the i-th call's arguments are the scenario's with
     /// `"flood": i` added, so none repeats another.
     Flood(u32),

@@ -81,7 +81,7 @@ impl std::fmt::Debug for Upstreams {
 impl Upstreams {
     /// Starts every server concurrently (on the current Tokio runtime) and returns at once; see
     /// [`Upstreams::ready`]. A bad `enabledTools`/`disabledTools` glob is an error naming it.
-    /// Each stdio server runs under a supervisor process ([`supervise`]) started from this
+    /// Each stdio server runs under a supervisor process (`mcp::supervise`) started from this
     /// executable when its `main` called `toolsearch::dispatch_role` (the `toolsearch` binary
     /// does), so that none of its descendants outlives the gateway or the server; otherwise the
     /// server is started directly (its process group is still killed when it is stopped).

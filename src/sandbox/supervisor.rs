@@ -48,7 +48,7 @@ pub const DEFAULT_WORKER_NICE: u8 = 10;
 /// How to start a [`Supervisor`].
 #[derive(Debug, Clone)]
 pub struct SupervisorConfig {
-    /// The binary whose `main` calls [`dispatch_role`](super::dispatch_role) first; usually the
+    /// The binary whose `main` calls [`dispatch_role`](crate::dispatch_role) first; usually the
     /// current executable (`std::env::current_exe()`), in tests `env!("CARGO_BIN_EXE_toolsearch")`.
     pub worker_binary: PathBuf,
     /// Ready workers kept forked, hardened and idle before cells arrive. Default 2, clamp 0–64.
