@@ -100,13 +100,13 @@ impl<R> Bounded<R> {
     }
 }
 
-/// How deep `json` (one JSON text, assumed well-formed) nests arrays and objects: one pass,
-/// constant state, strings skipped.
-pub fn nesting(json: &[u8]) -> usize {
-    let (mut depth, mut deepest) = (0usize, 0usize);
+/// Calls `each(byte, in_string)` for every byte of `json` (one JSON text): `in_string` is true
+/// for the bytes of a string, its quotes included. One pass, constant state.
+fn scan_json(json: &[u8], mut each: impl FnMut(u8, bool)) {
     let (mut in_string, mut escaped) = (false, false);
     for &b in json {
         if in_string {
+            each(b, true);
             if escaped {
                 escaped = false;
             } else if b == b'\\' {
@@ -114,46 +114,38 @@ pub fn nesting(json: &[u8]) -> usize {
             } else if b == b'"' {
                 in_string = false;
             }
-            continue;
-        }
-        match b {
-            b'"' => in_string = true,
-            b'[' | b'{' => {
-                depth += 1;
-                deepest = deepest.max(depth);
-            }
-            b']' | b'}' => depth = depth.saturating_sub(1),
-            _ => {}
+        } else {
+            in_string = b == b'"';
+            each(b, in_string);
         }
     }
+}
+
+/// How deep `json` (one JSON text, assumed well-formed) nests arrays and objects: one pass,
+/// constant state, strings skipped.
+pub fn nesting(json: &[u8]) -> usize {
+    let (mut depth, mut deepest) = (0usize, 0usize);
+    scan_json(json, |b, in_string| match b {
+        _ if in_string => {}
+        b'[' | b'{' => {
+            depth += 1;
+            deepest = deepest.max(depth);
+        }
+        b']' | b'}' => depth = depth.saturating_sub(1),
+        _ => {}
+    });
     deepest
 }
 
 /// The bytes of `json` (one JSON text) without insignificant whitespace: what its compact
 /// form is, to within the spelling of escapes and numbers.
 pub fn compact_len(json: &[u8]) -> usize {
-    let (mut len, mut in_string, mut escaped) = (0usize, false, false);
-    for &b in json {
-        if in_string {
+    let mut len = 0usize;
+    scan_json(json, |b, in_string| {
+        if in_string || !matches!(b, b' ' | b'\t' | b'\n' | b'\r') {
             len += 1;
-            if escaped {
-                escaped = false;
-            } else if b == b'\\' {
-                escaped = true;
-            } else if b == b'"' {
-                in_string = false;
-            }
-            continue;
         }
-        match b {
-            b' ' | b'\t' | b'\n' | b'\r' => {}
-            b'"' => {
-                in_string = true;
-                len += 1;
-            }
-            _ => len += 1,
-        }
-    }
+    });
     len
 }
 
