@@ -18,8 +18,7 @@ use serde_json::{Value, json};
 use super::{CatalogArgs, ConfigArgs, runtime, session, with_session};
 use crate::agent::bench::{self, AgentRow, BenchCatalog, PayloadRow};
 use crate::agent::{
-    Agent, AgentOptions, Fault, MockProvider, MockScenario, ProviderConfig, SmallModel,
-    StopReason,
+    Agent, AgentOptions, Fault, MockProvider, MockScenario, ProviderConfig, SmallModel, StopReason,
 };
 use crate::config::Mode;
 use crate::gateway::GlobApprovals;

@@ -35,10 +35,10 @@ mod prompt;
 mod recover;
 
 pub use guidance::{Guidance, Vocabulary};
-pub use recover::Recovered;
 pub use names::ProviderNames;
 #[cfg(feature = "fuzzing")]
 pub use names::is_valid as names_is_valid;
+pub use recover::Recovered;
 
 use std::collections::{BTreeMap, VecDeque};
 use std::sync::{Arc, Mutex, OnceLock};
@@ -645,7 +645,10 @@ impl Surface {
             Some(Target::Control(Control::Call)) => gateway.call(arguments).await.into(),
             Some(Target::Control(Control::Code)) => {
                 let code = arguments.get("code");
-                match (code.and_then(Value::as_str), recover::code_tool_search(arguments)) {
+                match (
+                    code.and_then(Value::as_str),
+                    recover::code_tool_search(arguments),
+                ) {
                     (Some(code), _) => {
                         let normalized = recover::normalize_body(code);
                         if normalized.changed() {
@@ -705,7 +708,9 @@ impl Surface {
         code: &str,
     ) -> Dispatch {
         match supervisor {
-            Some(supervisor) => Dispatch::Cell(self.run_cell(supervisor, gateway, code, None).await),
+            Some(supervisor) => {
+                Dispatch::Cell(self.run_cell(supervisor, gateway, code, None).await)
+            }
             None => Dispatch::Cell(CellResult::failed(
                 crate::sandbox::Outcome::WorkerSetupFailure {
                     detail: "this run has no sandbox".into(),
@@ -718,7 +723,10 @@ impl Surface {
     /// The wrong-shape plan of an undeclared `name`, if it is one. Bare `search` / `describe` /
     /// `call` count only when no allowed catalog tool goes by that name.
     fn plan_of(&self, gateway: &Gateway, name: &str, arguments: &Value) -> Option<recover::Plan> {
-        let bare = matches!(lookup::resolve(&gateway.index(), name), Resolution::NotFound);
+        let bare = matches!(
+            lookup::resolve(&gateway.index(), name),
+            Resolution::NotFound
+        );
         recover::classify(name, arguments, bare)
     }
 

@@ -429,7 +429,9 @@ enum Last {
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Open {
-    Paren { header: bool },
+    Paren {
+        header: bool,
+    },
     Bracket,
     /// A block at statement level (its `}` ends a statement).
     Block,
@@ -519,10 +521,7 @@ fn scan(code: &str) -> Option<Scan> {
         // A significant token starts at `i`.
         let top = stack.is_empty();
         if top {
-            let continuing = matches!(
-                word_at(code, i),
-                Some("else" | "catch" | "finally")
-            );
+            let continuing = matches!(word_at(code, i), Some("else" | "catch" | "finally"));
             let asi = newline
                 && !pending
                 && !continuing
@@ -745,7 +744,9 @@ fn with_return(body: &str) -> Option<String> {
 
 /// The name of `async function NAME() {…}` / `function NAME() {…}` (no parameters).
 fn declared_function(statement: &str) -> Option<&str> {
-    let rest = statement.strip_prefix("async").map_or(statement, str::trim_start);
+    let rest = statement
+        .strip_prefix("async")
+        .map_or(statement, str::trim_start);
     let rest = rest.strip_prefix("function")?.trim_start();
     let name_end = rest
         .bytes()
@@ -804,13 +805,22 @@ mod tests {
         }
         let p = plan("search", json!(["x", {"limit": 2}])).unwrap();
         assert_eq!(p.args, vec![json!("x"), json!({"limit": 2})]);
-        assert_eq!(p.cell_body(), r#"return await openclaw.tools.search("x", {"limit":2});"#);
+        assert_eq!(
+            p.cell_body(),
+            r#"return await openclaw.tools.search("x", {"limit":2});"#
+        );
         let batch = plan("openclaw.tools.search", json!(["a", "b"])).unwrap();
         assert_eq!(batch.args, vec![json!(["a", "b"])]);
-        assert_eq!(plan("describe", json!({"id": "a:b:c"})).unwrap().op, Op::Describe);
+        assert_eq!(
+            plan("describe", json!({"id": "a:b:c"})).unwrap().op,
+            Op::Describe
+        );
         let call = plan("call", json!(["a:b:c", {"k": 1}])).unwrap();
         assert_eq!((call.op, call.args.len()), (Op::Call, 2));
-        assert_eq!(plan("call", json!({"id": "x", "args": {}})).unwrap().op, Op::Call);
+        assert_eq!(
+            plan("call", json!({"id": "x", "args": {}})).unwrap().op,
+            Op::Call
+        );
         // Bare names need the shape, and may be turned off.
         assert!(plan("search", json!({"q": "x"})).is_none());
         assert!(plan("call", json!({"id": "x", "args": 3})).is_none());
@@ -820,7 +830,10 @@ mod tests {
         let p = plan("tool_search_code", json!({"query": "x"})).unwrap();
         assert_eq!((p.op, p.form), (Op::Search, Form::CodeToolSearch));
         assert!(plan("tool_search_code", json!({"code": "return 1"})).is_none());
-        assert_eq!(plan("tool_call", json!({"id": "x"})).unwrap().form, Form::ControlName);
+        assert_eq!(
+            plan("tool_call", json!({"id": "x"})).unwrap().form,
+            Form::ControlName
+        );
         assert!(plan("openclaw.tools.run", json!({})).is_none());
         assert!(plan("lookup_release_order", json!({})).is_none());
     }
@@ -883,7 +896,10 @@ mod tests {
     #[test]
     fn fences_and_functions() {
         let n = normalize_body("```js\nreturn 1;\n```");
-        assert_eq!((n.body.as_str(), n.fenced, n.returned), ("return 1;", true, false));
+        assert_eq!(
+            (n.body.as_str(), n.fenced, n.returned),
+            ("return 1;", true, false)
+        );
         let n = normalize_body("```javascript\nawait openclaw.tools.search('x')\n```\n");
         assert!(n.fenced && n.returned);
         assert_eq!(n.body, "return (\nawait openclaw.tools.search('x')\n);");
@@ -898,7 +914,10 @@ mod tests {
         );
         // Called already: left alone.
         let code = "async function main() { return 2 }\nmain()";
-        assert_eq!(normalized(code), "async function main() { return 2 }\nreturn (\nmain()\n);");
+        assert_eq!(
+            normalized(code),
+            "async function main() { return 2 }\nreturn (\nmain()\n);"
+        );
         // Unterminated input is left alone.
         for code in ["f('x", "f(`x", "f(1", "/* x"] {
             assert_eq!(normalized(code), code);
