@@ -202,11 +202,11 @@ fn shaped(op: Op, arguments: &Value) -> bool {
 /// `[id, args]`) rather than one argument (a batch of query strings).
 fn is_positional(op: Op, items: &[Value]) -> bool {
     match op {
-        Op::Search => match items {
-            [Value::String(_)] | [Value::Array(_)] => true,
-            [Value::String(_) | Value::Array(_), Value::Object(_)] => true,
-            _ => false,
-        },
+        Op::Search => matches!(
+            items,
+            [Value::String(_) | Value::Array(_)]
+                | [Value::String(_) | Value::Array(_), Value::Object(_)]
+        ),
         Op::Describe => items.len() == 1,
         Op::Call => matches!(items, [Value::String(_)] | [Value::String(_), _]),
     }
