@@ -48,7 +48,7 @@ mod cli;
 pub use agent::{
     Agent, AgentOptions, AgentRun, CallRecord, CallStatus, CallStyle, Fault, MockError,
     MockProvider, MockScenario, ProviderConfig, ProviderError, RecordedRequest, RequestRecord,
-    StopReason,
+    SmallModel, StopReason,
 };
 pub use catalog::file::{
     FileError as CatalogFileError, LineIssue, LoadedFile, load as load_catalog_file,
@@ -79,8 +79,8 @@ pub use search::{Hit, IndexCache, IndexStats, RankedHit, SearchIndex, SearchSett
 pub use session::{Reply, Session, SessionBuilder, SessionError};
 pub use signature::{Bounds as SignatureBounds, Signature, input_signature, output_signature};
 pub use surface::{
-    AutoDecision, Control, Format, Guidance, PromptSection, ProviderNames, Surface, Target,
-    ToolDefinition, Vocabulary,
+    AutoDecision, Control, Format, Guidance, PromptSection, ProviderNames, Recovered, Surface,
+    Target, ToolDefinition, Vocabulary,
 };
 pub use telemetry::SessionLog;
 

@@ -34,6 +34,8 @@ pub struct Counters {
     pub client_calls: AtomicU64,
     /// Code cells run.
     pub cells: AtomicU64,
+    /// Calls in the wrong shape run as their structured equivalent (issue 27).
+    pub recovered_calls: AtomicU64,
 }
 
 impl Counters {
@@ -62,6 +64,7 @@ impl Counters {
             "call_errors": Counters::read(&self.call_errors),
             "client_calls": Counters::read(&self.client_calls),
             "cells": Counters::read(&self.cells),
+            "recovered_calls": Counters::read(&self.recovered_calls),
         })
     }
 }

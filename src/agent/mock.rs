@@ -7,8 +7,9 @@
 //! `GET /health`), the record of every raw request (bytes, declared tool count and names, the
 //! inferred mode, what the script did), fault injection per request ([`Fault`]: HTTP errors,
 //! malformed answers, an unknown tool, non-JSON arguments, a stall, a flood of calls in one
-//! answer, two calls under one id), a model that repeats its first move forever, and calls
-//! written as text (for lenient parsing).
+//! answer, two calls under one id), a model that repeats its first move forever, calls written
+//! as text (for lenient parsing), and small-model behaviours that get the controls' shape wrong
+//! ([`SmallModel`]).
 //!
 //! Never does: listen on a non-loopback address unless started with
 //! [`MockProvider::start_any_address`]; run tools; keep state between requests beyond the
@@ -63,6 +64,61 @@ pub struct MockScenario {
     /// Write calls as text in `content` (alternately a `<tool_call>` block and a fenced JSON
     /// object) instead of `tool_calls`, as small local models do.
     pub text_calls: bool,
+    /// Get the controls' shape wrong as a small local model does (issue 27); combines with
+    /// `text_calls`.
+    pub small_model: Option<SmallModel>,
+}
+
+/// How a scripted small model gets the controls' shape wrong (issue 27). In direct mode, and
+/// for the code behaviours when `tool_search_code` is not declared, the scenario plays as
+/// usual.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum SmallModel {
+    /// Calls `openclaw.tools.search`, `openclaw_tools_describe` and `openclaw-tools-call` as
+    /// tools, with `{query, limit}`, `{id}` and `{id, args}`.
+    BridgeNames,
+    /// Calls bare `search` (`["query", {limit}]`), `describe` (`{id}`) and `call`
+    /// (`[id, args]`).
+    BareNames,
+    /// Calls `tool_search` (or `tool_search_code` with `{query, limit}` when that is declared),
+    /// `tool_describe` and `tool_call`, whatever the mode.
+    StructuredControls,
+    /// Sends the code-mode cell in a Markdown fence (```` ```js ````).
+    FencedCode,
+    /// Sends cells without `return`: `await openclaw.tools.search(…)` alone, then statements
+    /// ending in an expression that is neither awaited nor returned.
+    NoReturn,
+}
+
+impl SmallModel {
+    /// Every behaviour.
+    pub const ALL: [SmallModel; 5] = [
+        SmallModel::BridgeNames,
+        SmallModel::BareNames,
+        SmallModel::StructuredControls,
+        SmallModel::FencedCode,
+        SmallModel::NoReturn,
+    ];
+
+    /// The behaviour's name (`bridge-names`, `bare-names`, `structured-controls`,
+    /// `fenced-code`, `no-return`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SmallModel::BridgeNames => "bridge-names",
+            SmallModel::BareNames => "bare-names",
+            SmallModel::StructuredControls => "structured-controls",
+            SmallModel::FencedCode => "fenced-code",
+            SmallModel::NoReturn => "no-return",
+        }
+    }
+
+    /// Parses a name of [`SmallModel::as_str`].
+    pub fn parse(text: &str) -> Option<SmallModel> {
+        SmallModel::ALL
+            .into_iter()
+            .find(|m| m.as_str() == text.trim())
+    }
 }
 
 impl Default for MockScenario {
@@ -75,6 +131,7 @@ impl Default for MockScenario {
             faults: Vec::new(),
             repeat_forever: false,
             text_calls: false,
+            small_model: None,
         }
     }
 }

@@ -13,7 +13,8 @@
 //!
 //! A model's mistakes are answered, not fatal: non-JSON arguments and a first identical repeat
 //! get an error tool result; an unknown or undeclared name gets the session's own recovery
-//! message. Provider trouble is retried where that can help (`provider.rs`) and otherwise ends
+//! message; a call in the wrong shape that the session understood (a bridge function's name as
+//! a tool, a fenced cell body…) runs and is counted ([`AgentRun::recovered_calls`]). Provider trouble is retried where that can help (`provider.rs`) and otherwise ends
 //! the run with a [`ProviderError`].
 //!
 //! Never does: build a gateway, surface or sandbox, read configuration (the session does),
@@ -42,7 +43,7 @@ mod provider;
 pub mod scenario;
 mod script;
 
-pub use mock::{Fault, MockError, MockProvider, MockScenario, RecordedRequest};
+pub use mock::{Fault, MockError, MockProvider, MockScenario, RecordedRequest, SmallModel};
 pub use provider::{ProviderConfig, ProviderError};
 
 use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
@@ -232,6 +233,10 @@ pub struct CallRecord {
     /// What became of it.
     #[serde(flatten)]
     pub status: CallStatus,
+    /// What a call in the wrong shape ran as (`tool_search_code`, `tool_search`, …), when the
+    /// session recovered it (issue 27).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub recovered: Option<String>,
     /// When it was dispatched, from the start of the run (ms).
     pub at_ms: f64,
     /// How long the session took to answer it (ms).
@@ -355,6 +360,11 @@ impl AgentRun {
             .count()
     }
 
+    /// Calls in the wrong shape the session ran as their structured equivalent.
+    pub fn recovered_calls(&self) -> usize {
+        self.calls.iter().filter(|c| c.recovered.is_some()).count()
+    }
+
     /// Request bytes over the whole conversation.
     pub fn total_request_bytes(&self) -> usize {
         self.requests.iter().map(|r| r.bytes).sum()
@@ -385,6 +395,7 @@ impl AgentRun {
             "tool_calls": self.calls,
             "strict_calls": self.strict_calls(),
             "lenient_calls": self.lenient_calls(),
+            "recovered_calls": self.recovered_calls(),
             "first_call_ms": self.first_call.iter()
                 .map(|(name, at)| (name.clone(), json!(ms(*at))))
                 .collect::<serde_json::Map<_, _>>(),
@@ -677,6 +688,7 @@ impl Agent {
                     Err(text) => json!({"invalid_json": text}),
                 },
                 status: CallStatus::Ok,
+                recovered: None,
                 at_ms: ms(at),
                 duration_ms: 0.0,
             };
@@ -737,13 +749,15 @@ impl Agent {
                 self.push_tool_text(&mut run.conversation, &pending.id, error.to_string());
                 return Next::Stop(self.timeout_stop());
             };
-            record.status = match &reply {
-                Reply::Ok(_) => CallStatus::Ok,
+            record.status = match reply.unwrapped() {
+                Reply::Ok(_) | Reply::Recovered { .. } => CallStatus::Ok,
                 Reply::Failed { kind, .. } => CallStatus::Failed(*kind),
                 Reply::ClientCall(_) => CallStatus::ClientCall,
             };
+            record.recovered = reply.recovered().map(|r| r.ran_as.clone());
             run.calls.push(record);
-            if let Reply::ClientCall(call) = reply {
+            if let Reply::ClientCall(call) = reply.unwrapped() {
+                let call = call.clone();
                 run.conversation.awaiting = Some((pending.id.clone(), call.call_id.clone()));
                 return Next::Stop(StopReason::ClientCall { call });
             }

@@ -16,8 +16,13 @@
 //! not an error, so error results sent by the agent (an unknown tool, non-JSON arguments) are
 //! simply retried past.
 //!
+//! A scenario may also play a small model that gets the controls' shape wrong
+//! ([`SmallModel`]): bridge functions, bare `search` / `describe` / `call` or the structured
+//! controls called as tools whatever the mode declares, a cell body in a Markdown fence, or
+//! cells without `return`. Those moves deliberately call undeclared names.
+//!
 //! Never does: call a tool the request did not declare (in directory mode: declared or listed
-//! in the system text) — it answers with a refusal instead; keep state between requests (the
+//! in the system text) outside a small-model behaviour — it answers with a refusal instead; keep state between requests (the
 //! conversation is the state); quote more than [`MAX_QUOTE_CHARS`] of a result.
 
 use std::collections::HashMap;
@@ -26,7 +31,7 @@ use serde_json::{Value, json};
 
 use crate::config::Mode;
 
-use super::mock::MockScenario;
+use super::mock::{MockScenario, SmallModel};
 
 /// Longest tool result quoted in the final answer, in characters.
 pub const MAX_QUOTE_CHARS: usize = 4000;
@@ -117,9 +122,13 @@ struct Past {
 }
 
 impl Past {
-    /// The result as JSON, when it is a success.
+    /// The result as JSON, when it is a success (the first JSON value of the text: a recovered
+    /// call's result carries a hint line after it).
     fn success(&self) -> Option<Value> {
-        let value: Value = serde_json::from_str(self.result.as_deref()?).ok()?;
+        let value: Value = serde_json::Deserializer::from_str(self.result.as_deref()?)
+            .into_iter::<Value>()
+            .next()?
+            .ok()?;
         if value.get("error").is_some_and(|e| !e.is_null())
             || value.get("ok") == Some(&Value::Bool(false))
         {
@@ -182,6 +191,30 @@ fn hit_matches(hit: &Value, target: &str) -> bool {
         || hit.get("name").and_then(Value::as_str) == Some(target_name(target))
 }
 
+/// The id of the target among search hits: one query's hits, a batch's groups, or either as a
+/// code cell's `value`.
+fn find_hit<'a>(found: &'a Value, target: &str) -> Option<&'a str> {
+    let found = match found.get("ok") {
+        Some(_) => found.get("value")?,
+        None => found,
+    };
+    found
+        .get("results")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .flat_map(|g| {
+            g.get("candidates")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+        })
+        .chain(found.as_array().into_iter().flatten())
+        .find(|hit| hit_matches(hit, target))
+        .and_then(|h| h.get("id"))
+        .and_then(Value::as_str)
+}
+
 /// The declared name of the target in direct mode: its own name, or a sanitized
 /// `owner__name`.
 fn declared_target<'a>(seen: &Seen<'a>, target: &str) -> Option<&'a str> {
@@ -233,7 +266,123 @@ pub(crate) fn next(scenario: &MockScenario, seen: &Seen) -> (Mode, Action) {
         return (mode, first_move(scenario, seen, mode));
     }
     let past = history(seen.messages);
+    if let Some(model) = scenario.small_model
+        && let Some(action) = small_model_move(model, scenario, seen, mode, &past)
+    {
+        return (mode, action);
+    }
     (mode, play_from(scenario, seen, mode, &past))
+}
+
+/// The move of a small model that gets the controls' shape wrong (issue 27), or `None` where
+/// the behaviour does not apply (direct mode; the code behaviours without `tool_search_code`):
+/// the scenario then plays as usual. These moves call names the request may not declare — on
+/// purpose: the session is expected to understand them.
+fn small_model_move(
+    model: SmallModel,
+    scenario: &MockScenario,
+    seen: &Seen,
+    mode: Mode,
+    past: &[Past],
+) -> Option<Action> {
+    let target = scenario.target.as_str();
+    let code = seen.declares("tool_search_code");
+    let query = scenario
+        .queries
+        .first()
+        .cloned()
+        .unwrap_or_else(|| target_name(target).to_string());
+    let call = |name: &str, arguments: Value| Action::Call {
+        name: name.to_string(),
+        arguments,
+    };
+    let not_found = || {
+        Action::Answer(format!(
+            "I could not find a tool named {} in the search results.",
+            target_name(target)
+        ))
+    };
+    match model {
+        SmallModel::BridgeNames | SmallModel::BareNames | SmallModel::StructuredControls => {
+            if matches!(mode, Mode::Direct | Mode::Auto) {
+                return None;
+            }
+            let (search, describe, run) = match model {
+                SmallModel::BridgeNames => (
+                    "openclaw.tools.search",
+                    "openclaw_tools_describe",
+                    "openclaw-tools-call",
+                ),
+                SmallModel::BareNames => ("search", "describe", "call"),
+                _ if code => ("tool_search_code", "tool_describe", "tool_call"),
+                _ => ("tool_search", "tool_describe", "tool_call"),
+            };
+            let bare = model == SmallModel::BareNames;
+            let Some(found) = done(past, search) else {
+                let arguments = if bare {
+                    json!([query, {"limit": 5}])
+                } else {
+                    json!({"query": query, "limit": 5})
+                };
+                return Some(call(search, arguments));
+            };
+            let Some(id) = find_hit(&found, target) else {
+                return Some(not_found());
+            };
+            if done(past, describe).is_none() {
+                return Some(call(describe, json!({"id": id})));
+            }
+            Some(match done(past, run) {
+                Some(result) => answer(run, &result),
+                None if bare => call(run, json!([id, scenario.arguments])),
+                None => call(run, json!({"id": id, "args": scenario.arguments})),
+            })
+        }
+        SmallModel::FencedCode => {
+            if !code {
+                return None;
+            }
+            Some(match done(past, "tool_search_code") {
+                Some(result) => answer("tool_search_code", &result),
+                None => call(
+                    "tool_search_code",
+                    json!({"code": format!("```js\n{}\n```", scenario_cell(scenario))}),
+                ),
+            })
+        }
+        SmallModel::NoReturn => {
+            if !code {
+                return None;
+            }
+            let cells: Vec<Value> = past
+                .iter()
+                .filter(|p| p.name == "tool_search_code")
+                .filter_map(Past::success)
+                .collect();
+            Some(match cells.as_slice() {
+                // A bare expression, awaited.
+                [] => call(
+                    "tool_search_code",
+                    json!({"code": format!("await openclaw.tools.search({})", json!(query))}),
+                ),
+                // Statements, then a top-level expression that is neither awaited nor returned.
+                [found] => {
+                    let Some(id) = find_hit(found, target) else {
+                        return Some(not_found());
+                    };
+                    let id = json!(id);
+                    call(
+                        "tool_search_code",
+                        json!({"code": format!(
+                            "const schema = await openclaw.tools.describe({id});\nopenclaw.tools.call({id}, {})",
+                            scenario.arguments
+                        )}),
+                    )
+                }
+                [.., result] => answer("tool_search_code", result),
+            })
+        }
+    }
 }
 
 fn call(seen: &Seen, name: &str, arguments: Value, hidden_ok: bool) -> Action {
@@ -273,19 +422,7 @@ fn play_from(scenario: &MockScenario, seen: &Seen, mode: Mode, past: &[Past]) ->
                     .collect();
                 return call(seen, "tool_search", json!({"queries": queries}), false);
             };
-            let groups = found.get("results").and_then(Value::as_array);
-            let hit = groups
-                .into_iter()
-                .flatten()
-                .flat_map(|g| {
-                    g.get("candidates")
-                        .and_then(Value::as_array)
-                        .into_iter()
-                        .flatten()
-                })
-                .chain(found.as_array().into_iter().flatten())
-                .find(|hit| hit_matches(hit, target));
-            let Some(id) = hit.and_then(|h| h.get("id")).and_then(Value::as_str) else {
+            let Some(id) = find_hit(&found, target) else {
                 return Action::Answer(format!(
                     "I could not find a tool named {} in the search results.",
                     target_name(target)

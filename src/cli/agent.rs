@@ -18,7 +18,7 @@ use serde_json::{Value, json};
 use super::{CatalogArgs, ConfigArgs, runtime, session, with_session};
 use crate::agent::bench::{self, AgentRow, BenchCatalog, PayloadRow};
 use crate::agent::{
-    Agent, AgentOptions, Fault, MockProvider, MockScenario, ProviderConfig, StopReason,
+    Agent, AgentOptions, Fault, MockProvider, MockScenario, ProviderConfig, SmallModel, StopReason,
 };
 use crate::config::{AgentLimits, Mode};
 use crate::gateway::GlobApprovals;
@@ -274,6 +274,10 @@ pub(super) struct MockArgs {
     /// Write calls as text in content (<tool_call> blocks and fenced JSON), like small models.
     #[arg(long)]
     text_calls: bool,
+    /// Get the controls' shape wrong like a small model: bridge-names, bare-names,
+    /// structured-controls, fenced-code or no-return.
+    #[arg(long, value_name = "BEHAVIOUR")]
+    small_model: Option<String>,
 }
 
 pub(super) fn mock_provider(args: MockArgs) -> Result<ExitCode> {
@@ -292,6 +296,14 @@ pub(super) fn mock_provider(args: MockArgs) -> Result<ExitCode> {
             })
         })
         .collect::<Result<Vec<_>>>()?;
+    let small_model = match &args.small_model {
+        Some(name) => Some(SmallModel::parse(name).with_context(|| {
+            format!(
+                "invalid --small-model {name:?}: expected bridge-names, bare-names, structured-controls, fenced-code or no-return"
+            )
+        })?),
+        None => None,
+    };
     let scenario = MockScenario {
         target: args.target.clone(),
         arguments,
@@ -299,6 +311,7 @@ pub(super) fn mock_provider(args: MockArgs) -> Result<ExitCode> {
         faults,
         repeat_forever: args.repeat_forever,
         text_calls: args.text_calls,
+        small_model,
     };
     runtime()?.block_on(async {
         let mock = if args.allow_remote {

@@ -534,7 +534,7 @@ fn describe(args: DescribeArgs) -> Result<ExitCode> {
     let mut described = Vec::new();
     let mut failed = false;
     for reply in &replies {
-        match reply {
+        match reply.unwrapped() {
             Reply::Ok(value) => described.push(value.clone()),
             other => {
                 eprintln!("toolsearch: {}", reply_message(other));
@@ -607,6 +607,7 @@ fn call(args: CallArgs) -> Result<ExitCode> {
         async |session| session.call(&request).await,
     )?;
     let mut out = std::io::stdout().lock();
+    let reply = reply.unwrapped().clone();
     match &reply {
         Reply::Ok(envelope) => {
             if args.json {
@@ -627,7 +628,7 @@ fn call(args: CallArgs) -> Result<ExitCode> {
             }
             Ok(ExitCode::SUCCESS)
         }
-        Reply::ClientCall(_) | Reply::Failed { .. } => {
+        Reply::ClientCall(_) | Reply::Failed { .. } | Reply::Recovered { .. } => {
             let error = match &reply {
                 Reply::ClientCall(call) => json!({"error": {
                     "kind": "client_tool",

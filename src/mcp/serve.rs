@@ -252,6 +252,11 @@ fn tool_result(reply: Reply) -> CallToolResult {
             result.structured_content = Some(body);
             result
         }
+        Reply::Recovered { reply, recovered } => {
+            let mut result = tool_result(*reply);
+            result.content.push(ContentBlock::text(recovered.hint));
+            result
+        }
         Reply::ClientCall(call) => CallToolResult::error(vec![ContentBlock::text(format!(
             "{} is a client tool: the application runs it, and no application is connected to this server",
             call.tool.id

@@ -69,7 +69,8 @@ fn arg(args: &Value, index: usize) -> Value {
     args.get(index).cloned().unwrap_or(Value::Null)
 }
 
-fn search_request(query: Value, options: Value) -> Value {
+/// The `tool_search` request of `openclaw.tools.search(query, options)`.
+pub(crate) fn search_request(query: Value, options: Value) -> Value {
     let limit = options.get("limit").cloned();
     match query {
         Value::String(text) => {
@@ -96,6 +97,22 @@ fn search_request(query: Value, options: Value) -> Value {
     }
 }
 
+/// The `tool_call` request of `openclaw.tools.call(first, second)`: an id and its arguments, or
+/// one request object (`second`, when an object, fills a missing `args`). `None` when `first` is
+/// neither a string nor an object.
+pub(crate) fn call_request(first: Value, second: Value) -> Option<Value> {
+    match (first, second) {
+        (Value::String(id), Value::Null) => Some(json!({"id": id, "args": {}})),
+        (Value::String(id), call_args) => Some(json!({"id": id, "args": call_args})),
+        (request @ Value::Object(_), Value::Null) => Some(request),
+        (Value::Object(mut request), Value::Object(extra)) => {
+            request.entry("args").or_insert(Value::Object(extra));
+            Some(Value::Object(request))
+        }
+        _ => None,
+    }
+}
+
 #[async_trait::async_trait]
 impl Bridge for GatewayBridge {
     async fn invoke(&self, op: BridgeOp, args: Value) -> Result<Value, BridgeError> {
@@ -109,23 +126,15 @@ impl Bridge for GatewayBridge {
                 .describe(&arg(&args, 0))
                 .map_err(|e| self.reject(e)),
             BridgeOp::Call => {
-                let request = match (arg(&args, 0), arg(&args, 1)) {
-                    (Value::String(id), Value::Null) => json!({"id": id, "args": {}}),
-                    (Value::String(id), call_args) => json!({"id": id, "args": call_args}),
-                    (request @ Value::Object(_), Value::Null) => request,
-                    (Value::Object(mut request), Value::Object(extra)) => {
-                        request.entry("args").or_insert(Value::Object(extra));
-                        Value::Object(request)
-                    }
-                    (other, _) => {
-                        return Err(BridgeError::new(
-                            FailureKind::BadArguments,
-                            format!(
-                                "openclaw.tools.call(id, args) needs a tool id string as its first argument, got {}",
-                                crate::catalog::json_kind(&other)
-                            ),
-                        ));
-                    }
+                let first = arg(&args, 0);
+                let kind = crate::catalog::json_kind(&first);
+                let Some(request) = call_request(first, arg(&args, 1)) else {
+                    return Err(BridgeError::new(
+                        FailureKind::BadArguments,
+                        format!(
+                            "openclaw.tools.call(id, args) needs a tool id string as its first argument, got {kind}"
+                        ),
+                    ));
                 };
                 self.gateway
                     .call(&request)

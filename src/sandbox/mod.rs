@@ -283,6 +283,7 @@ pub use supervisor::{Polling, Supervisor, SupervisorConfig};
 // Untrusted text made safe for terminals, for other adapters too (the agent loop).
 #[cfg(feature = "fuzzing")]
 pub(crate) use cell::decode_worker_bytes;
+pub(crate) use gateway::{call_request, search_request};
 pub(crate) use text::{strip_controls, truncate_to};
 
 /// The argv\[1\] that selects the zygote role of the one binary.

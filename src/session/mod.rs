@@ -32,8 +32,8 @@ use crate::policy::Policy;
 use crate::sandbox::{Bridge, CellResult, Limits, Outcome, Supervisor, SupervisorConfig};
 use crate::search::{Hit, IndexCache, RankedHit};
 use crate::surface::{
-    CodeAvailability, Dispatch, Format, PromptSection, Surface, SurfaceError, SurfaceOptions,
-    ToolDefinition,
+    CodeAvailability, Dispatch, Format, PromptSection, Recovered, Surface, SurfaceError,
+    SurfaceOptions, ToolDefinition,
 };
 use crate::telemetry::SessionLog;
 
@@ -56,27 +56,59 @@ pub enum Reply {
     /// A client tool: the application runs it, then reports back with
     /// [`Session::complete_client_call`]. Never executed by the gateway.
     ClientCall(ClientCall),
+    /// A call in the wrong shape (a bridge function's name, an undeclared control, a fenced or
+    /// return-less cell body…) that ran as its structured equivalent: that equivalent's reply
+    /// (never itself `Recovered`) and what was recovered. The model reads the reply's text plus
+    /// one line on how the declared control is used.
+    Recovered {
+        /// The structured equivalent's reply.
+        reply: Box<Reply>,
+        /// The name called, what it ran as, and the hint.
+        recovered: Recovered,
+    },
 }
 
 impl Reply {
     /// Whether the model should read this as an error.
     pub fn is_error(&self) -> bool {
-        matches!(self, Reply::Failed { .. })
+        matches!(self.unwrapped(), Reply::Failed { .. })
     }
 
-    /// The JSON the model reads (for a client call: `{"client_call": {call_id, tool, args}}`).
+    /// The reply itself: for a recovered call, its structured equivalent's.
+    pub fn unwrapped(&self) -> &Reply {
+        match self {
+            Reply::Recovered { reply, .. } => reply.unwrapped(),
+            other => other,
+        }
+    }
+
+    /// What was recovered, when the call was in the wrong shape.
+    pub fn recovered(&self) -> Option<&Recovered> {
+        match self {
+            Reply::Recovered { recovered, .. } => Some(recovered),
+            _ => None,
+        }
+    }
+
+    /// The JSON the model reads (for a client call: `{"client_call": {call_id, tool, args}}`;
+    /// for a recovered call, its equivalent's, without the hint).
     pub fn body(&self) -> Value {
         match self {
             Reply::Ok(body) | Reply::Failed { body, .. } => body.clone(),
             Reply::ClientCall(call) => json!({"client_call": call}),
+            Reply::Recovered { reply, .. } => reply.body(),
         }
     }
 
-    /// The body as compact JSON text (what goes into a provider's tool-result message).
+    /// The body as compact JSON text (what goes into a provider's tool-result message); a
+    /// recovered call's adds its hint on a line of its own.
     pub fn text(&self) -> String {
         match self {
             Reply::Ok(body) | Reply::Failed { body, .. } => body.to_string(),
             Reply::ClientCall(_) => self.body().to_string(),
+            Reply::Recovered { reply, recovered } => {
+                format!("{}\n{}", reply.text(), recovered.hint)
+            }
         }
     }
 
@@ -127,6 +159,10 @@ impl From<Dispatch> for Reply {
             Dispatch::ClientCall(call) => Reply::ClientCall(call),
             Dispatch::Cell(result) => Reply::cell(&result),
             Dispatch::Failed(error) => Reply::error(error),
+            Dispatch::Recovered(dispatch, recovered) => Reply::Recovered {
+                reply: Box::new(Reply::from(*dispatch)),
+                recovered,
+            },
         }
     }
 }

@@ -17,6 +17,14 @@
 //! compacted when the sandbox cannot start, and says so. Every error the model reads is
 //! worded here ([`Guidance`]) for the controls it has.
 //!
+//! Calls in the wrong shape (issue 27, `recover.rs`) — a bridge function's name as a tool, a
+//! control this mode does not declare, bare `search` / `describe` / `call` with the matching
+//! arguments, `tool_search_code` with search arguments, a fenced or return-less cell body — run
+//! as their structured equivalent: in code mode as the code cell that makes the call, otherwise
+//! as the control, through the same gateway path and policy. The answer is that equivalent's,
+//! plus one line on how the declared control is used ([`Dispatch::Recovered`]); each is counted
+//! (`recovered_calls`) and logged (`recovered_call`, with the name called and what it ran as).
+//!
 //! Never does: decide a call's outcome (the gateway), run guest code itself (the sandbox), or
 //! read configuration values beyond the resolved [`Config`] it is given; building a surface
 //! writes nothing (the session records the `auto` decision and the fallback).
@@ -24,11 +32,13 @@
 mod guidance;
 mod names;
 mod prompt;
+mod recover;
 
 pub use guidance::{Guidance, Vocabulary};
 pub use names::ProviderNames;
 #[cfg(feature = "fuzzing")]
 pub use names::is_valid as names_is_valid;
+pub use recover::Recovered;
 
 use std::collections::{BTreeMap, VecDeque};
 use std::sync::{Arc, Mutex, OnceLock};
@@ -649,7 +659,8 @@ impl Surface {
     }
 
     /// Dispatches a model's tool call by provider name: controls, declared tools,
-    /// directory hydration and — given the run's `supervisor` — code cells. Every error comes back
+    /// directory hydration and — given the run's `supervisor` — code cells; a call in the wrong
+    /// shape runs as its structured equivalent ([`Dispatch::Recovered`]). Every error comes back
     /// worded for this surface.
     pub async fn dispatch(
         &self,
@@ -658,6 +669,7 @@ impl Surface {
         name: &str,
         arguments: &Value,
     ) -> Dispatch {
+        let mut recovered = None;
         let dispatched = match self.target_of(name) {
             Some(Target::Control(Control::Search)) => match gateway.search(arguments) {
                 Ok(value) => Dispatch::Result(value),
@@ -670,29 +682,145 @@ impl Surface {
             Some(Target::Control(Control::Call)) => gateway.call(arguments).await.into(),
             Some(Target::Control(Control::Code)) => {
                 let code = arguments.get("code");
-                match (code.and_then(Value::as_str), supervisor) {
-                    (Some(code), Some(supervisor)) => {
-                        Dispatch::Cell(self.run_cell(supervisor, gateway, code, None).await)
+                match (
+                    code.and_then(Value::as_str),
+                    recover::code_tool_search(arguments),
+                ) {
+                    (Some(code), _) => {
+                        let normalized = recover::normalize_body(code);
+                        if normalized.changed() {
+                            recovered = Some(Recovered {
+                                name: name.to_string(),
+                                form: match (normalized.fenced, normalized.returned) {
+                                    (true, true) => "fenced_body_implicit_return",
+                                    (true, false) => "fenced_body",
+                                    _ => "implicit_return",
+                                },
+                                ran_as: "tool_search_code".into(),
+                                hint: normalized.hint(),
+                            });
+                        }
+                        self.code_cell(gateway, supervisor, &normalized.body).await
                     }
-                    (Some(_), None) => Dispatch::Cell(CellResult::failed(
-                        crate::sandbox::Outcome::WorkerSetupFailure {
-                            detail: "this run has no sandbox".into(),
-                        },
-                        Default::default(),
-                    )),
-                    (None, _) => Dispatch::Failed(Guidance::missing_code(code)),
+                    (None, Some(plan)) => {
+                        let (dispatched, found) =
+                            self.run_plan(gateway, supervisor, name, &plan).await;
+                        recovered = Some(found);
+                        dispatched
+                    }
+                    (None, None) => Dispatch::Failed(Guidance::missing_code(code)),
                 }
             }
             Some(Target::Tool(id)) => gateway
                 .call(&json!({"id": id, "args": arguments}))
                 .await
                 .into(),
-            None => self.dispatch_lenient(gateway, name, arguments).await,
+            None => match self.plan_of(gateway, name, arguments) {
+                Some(plan) => {
+                    let (dispatched, found) = self.run_plan(gateway, supervisor, name, &plan).await;
+                    recovered = Some(found);
+                    dispatched
+                }
+                None => self.dispatch_lenient(gateway, name, arguments).await,
+            },
         };
-        match dispatched {
+        let dispatched = match dispatched {
             Dispatch::Failed(error) => Dispatch::Failed(self.guidance.reword(error)),
             other => other,
+        };
+        match recovered {
+            Some(recovered) => {
+                record_recovered(gateway, &recovered, &dispatched);
+                Dispatch::Recovered(Box::new(dispatched), recovered)
+            }
+            None => dispatched,
         }
+    }
+
+    /// A code cell of `code` on the run's sandbox (a failed cell when the run has none).
+    async fn code_cell(
+        &self,
+        gateway: &Gateway,
+        supervisor: Option<&Supervisor>,
+        code: &str,
+    ) -> Dispatch {
+        match supervisor {
+            Some(supervisor) => {
+                Dispatch::Cell(self.run_cell(supervisor, gateway, code, None).await)
+            }
+            None => Dispatch::Cell(CellResult::failed(
+                crate::sandbox::Outcome::WorkerSetupFailure {
+                    detail: "this run has no sandbox".into(),
+                },
+                Default::default(),
+            )),
+        }
+    }
+
+    /// The wrong-shape plan of an undeclared `name`, if it is one. Bare `search` / `describe` /
+    /// `call` count only when no allowed catalog tool goes by that name.
+    fn plan_of(&self, gateway: &Gateway, name: &str, arguments: &Value) -> Option<recover::Plan> {
+        let bare = matches!(
+            lookup::resolve(&gateway.index(), name),
+            Resolution::NotFound
+        );
+        recover::classify(name, arguments, bare)
+    }
+
+    /// Runs a wrong-shape call as its structured equivalent: in code mode the cell
+    /// `return await openclaw.tools.<op>(…)`, otherwise the control's gateway operation.
+    async fn run_plan(
+        &self,
+        gateway: &Gateway,
+        supervisor: Option<&Supervisor>,
+        name: &str,
+        plan: &recover::Plan,
+    ) -> (Dispatch, Recovered) {
+        let hint = recover::plan_hint(plan, self.mode);
+        let (dispatched, ran_as) = if self.mode == Mode::Code {
+            let body = plan.cell_body();
+            (
+                self.code_cell(gateway, supervisor, &body).await,
+                "tool_search_code",
+            )
+        } else {
+            let dispatched = match plan.op {
+                recover::Op::Search => {
+                    let request = crate::sandbox::search_request(plan.first(), plan.second());
+                    match gateway.search(&request) {
+                        Ok(value) => Dispatch::Result(value),
+                        Err(error) => Dispatch::Failed(error),
+                    }
+                }
+                recover::Op::Describe => match gateway.describe(&plan.first()) {
+                    Ok(value) => Dispatch::Result(value),
+                    Err(error) => Dispatch::Failed(error),
+                },
+                recover::Op::Call => {
+                    match crate::sandbox::call_request(plan.first(), plan.second()) {
+                        Some(request) => gateway.call(&request).await.into(),
+                        None => Dispatch::Failed(
+                            CallError::new(
+                                crate::gateway::ErrorKind::BadRequest,
+                                None,
+                                "a call takes a tool id string and an object of arguments",
+                            )
+                            .recover(crate::gateway::Recovery::Usage {
+                                operation: crate::gateway::Operation::Call,
+                            }),
+                        ),
+                    }
+                }
+            };
+            (dispatched, plan.op.control())
+        };
+        let recovered = Recovered {
+            name: name.to_string(),
+            form: plan.form.as_str(),
+            ran_as: ran_as.to_string(),
+            hint,
+        };
+        (dispatched, recovered)
     }
 
     /// A name that is neither declared nor a provider name: resolve it leniently against
@@ -737,6 +865,34 @@ pub enum Dispatch {
     Cell(CellResult),
     /// The call failed; the error is the answer to the model.
     Failed(CallError),
+    /// A call in the wrong shape ran as its structured equivalent: that equivalent's outcome
+    /// (never itself `Recovered`), and what was recovered.
+    Recovered(Box<Dispatch>, Recovered),
+}
+
+/// Counts and logs one recovered call: the name the model called, how it was recognised, what
+/// it ran as and whether that succeeded (never its arguments).
+fn record_recovered(gateway: &Gateway, recovered: &Recovered, outcome: &Dispatch) {
+    crate::telemetry::Counters::bump(&gateway.counters().recovered_calls);
+    let ok = match outcome {
+        Dispatch::Failed(_) => false,
+        Dispatch::Cell(cell) => cell.outcome.is_ok(),
+        _ => true,
+    };
+    tracing::debug!(
+        name = %recovered.name,
+        form = recovered.form,
+        ran_as = %recovered.ran_as,
+        ok,
+        "recovered call"
+    );
+    let mut fields = serde_json::Map::new();
+    fields.insert("run_id".into(), json!(gateway.run().run_id));
+    fields.insert("name".into(), json!(recovered.name));
+    fields.insert("form".into(), json!(recovered.form));
+    fields.insert("ran_as".into(), json!(recovered.ran_as));
+    fields.insert("ok".into(), json!(ok));
+    gateway.session_log().record("recovered_call", fields);
 }
 
 impl From<CallOutcome> for Dispatch {

@@ -11,7 +11,7 @@ use serde_json::{Value, json};
 use toolsearch::{
     Agent, AgentOptions, AgentRun, CallStatus, CallStyle, CatalogMode, CatalogSnapshot, Config,
     Descriptor, Executor, FailureKind, Fault, FnTool, MockProvider, MockScenario, Mode, Policy,
-    ProviderConfig, Session, SessionLog, Source, StopReason, ToolOutput,
+    ProviderConfig, Session, SessionLog, SmallModel, Source, StopReason, ToolOutput,
 };
 
 use crate::support::{BIN, rt};
@@ -1083,4 +1083,377 @@ fn hostile_agent_cli_bounds_calls_per_turn_by_flag_and_config() {
         assert_eq!(refused, 40 - bound, "{extra:?}: {text}");
         drop(mock);
     }
+}
+
+// ---- Issue 27: calls in the wrong shape, from scripted small models -------------------------
+
+/// One run of a scripted small model in `mode` on the fake plugin (lenient parsing on when the
+/// model writes its calls as text).
+fn small_model_lane(model: SmallModel, mode: Mode, text_calls: bool) -> Lane {
+    let rt = rt();
+    let scenario = MockScenario {
+        small_model: Some(model),
+        text_calls,
+        ..scenario()
+    };
+    let mock = rt
+        .block_on(MockProvider::start(([127, 0, 0, 1], 0).into(), scenario))
+        .unwrap();
+    let lane = rt.block_on(async {
+        let runs: Runs = Arc::default();
+        let log = SessionLog::in_memory();
+        let session = Session::builder(Config::default())
+            .mode(mode)
+            .catalog(CatalogSnapshot::build(plugin(&runs)))
+            .policy(policy())
+            .session_log(log.clone())
+            .worker_binary(BIN)
+            .warm_pool(0)
+            .build()
+            .await
+            .unwrap();
+        let options = AgentOptions {
+            lenient: text_calls,
+            ..AgentOptions::default()
+        };
+        let agent =
+            Agent::new(ProviderConfig::new(mock.url(), "toolsearch-mock"), options).unwrap();
+        let run = agent.run(&session, PROMPT).await;
+        let session_mode = session.mode();
+        session.finish().await;
+        let requests = mock.requests();
+        Lane {
+            bodies: requests.iter().map(|r| r.body.clone().unwrap()).collect(),
+            declared: requests
+                .iter()
+                .map(|r| r.tool_names.iter().cloned().collect())
+                .collect(),
+            runs: runs.lock().unwrap().clone(),
+            log: log.lines(),
+            run,
+            session_mode,
+        }
+    });
+    rt.block_on(mock.shutdown());
+    lane
+}
+
+/// The scenario completed: the target ran once with the right arguments, its nonce is in the
+/// answer, the decoy never reached the provider; `recovered` calls were recovered, each counted
+/// in the run, the telemetry and the session log (name called, what it ran as), each answered
+/// with one hint line naming the declared control.
+fn assert_completed(lane: &Lane, label: &str, recovered: &[&str]) {
+    assert_eq!(
+        lane.run.stop,
+        StopReason::Answered,
+        "{label}: {:?}",
+        lane.run.answer
+    );
+    assert_eq!(lane.runs.len(), 1, "{label}: the target ran once");
+    let (arguments, nonce) = &lane.runs[0];
+    assert_eq!(arguments, &json!({FIELD: "RO-20417"}), "{label}");
+    assert!(
+        lane.run.answer.as_deref().unwrap().contains(nonce.as_str()),
+        "{label}: {:?}",
+        lane.run.answer
+    );
+    for body in &lane.bodies {
+        assert!(!body.contains(DECOY), "{label}");
+    }
+    let recovered_calls: Vec<&str> = lane
+        .run
+        .calls
+        .iter()
+        .filter(|c| c.recovered.is_some())
+        .map(|c| c.name.as_str())
+        .collect();
+    assert_eq!(recovered_calls, recovered, "{label}");
+    assert_eq!(lane.run.recovered_calls(), recovered.len(), "{label}");
+    assert_eq!(
+        lane.run.to_json()["recovered_calls"],
+        json!(recovered.len()),
+        "{label}"
+    );
+    let logged = records(&lane.log, "recovered_call");
+    assert_eq!(
+        logged
+            .iter()
+            .map(|r| r["name"].as_str().unwrap())
+            .collect::<Vec<_>>(),
+        recovered,
+        "{label}"
+    );
+    let declared_controls = match lane.session_mode {
+        Mode::Code => vec!["tool_search_code"],
+        _ => vec!["tool_search", "tool_describe", "tool_call"],
+    };
+    for record in &logged {
+        let ran_as = record["ran_as"].as_str().unwrap();
+        assert!(declared_controls.contains(&ran_as), "{label}: {record}");
+        assert_eq!(record["ok"], true, "{label}: {record}");
+    }
+    let end = records(&lane.log, "run_end");
+    assert_eq!(
+        end[0]["telemetry"]["counters"]["recovered_calls"],
+        json!(recovered.len()),
+        "{label}"
+    );
+    // Each recovered call's answer ends with one hint line naming a declared control.
+    let hints: Vec<&str> = lane
+        .run
+        .messages()
+        .iter()
+        .filter(|m| m["role"] == "tool")
+        .filter_map(|m| m["content"].as_str())
+        .filter_map(|text| text.split_once('\n').map(|(_, hint)| hint))
+        .collect();
+    assert_eq!(hints.len(), recovered.len(), "{label}: {hints:?}");
+    for hint in hints {
+        assert!(!hint.contains('\n'), "{label}: one line: {hint}");
+        assert!(
+            declared_controls.iter().any(|c| hint.contains(c)),
+            "{label}: {hint}"
+        );
+    }
+}
+
+const SMALL_MODEL_MODES: [Mode; 3] = [Mode::Code, Mode::Auto, Mode::Tools];
+
+#[test]
+fn small_model_bridge_names_as_tool_calls_complete_in_code_auto_and_tools_mode() {
+    for mode in SMALL_MODEL_MODES {
+        let lane = small_model_lane(SmallModel::BridgeNames, mode, false);
+        assert_completed(
+            &lane,
+            &mode.to_string(),
+            &[
+                "openclaw.tools.search",
+                "openclaw_tools_describe",
+                "openclaw-tools-call",
+            ],
+        );
+        if lane.session_mode == Mode::Code {
+            // Each ran as the cell a right-shape call would have sent.
+            assert_eq!(records(&lane.log, "cell").len(), 3, "{mode}");
+        }
+    }
+}
+
+#[test]
+fn small_model_bridge_names_written_as_text_complete_in_code_auto_and_tools_mode() {
+    for mode in SMALL_MODEL_MODES {
+        let lane = small_model_lane(SmallModel::BridgeNames, mode, true);
+        assert_completed(
+            &lane,
+            &mode.to_string(),
+            &[
+                "openclaw.tools.search",
+                "openclaw_tools_describe",
+                "openclaw-tools-call",
+            ],
+        );
+        assert_eq!(lane.run.lenient_calls(), 3, "{mode}");
+    }
+}
+
+#[test]
+fn small_model_bare_names_with_positional_arguments_complete_in_code_auto_and_tools_mode() {
+    for mode in SMALL_MODEL_MODES {
+        let lane = small_model_lane(SmallModel::BareNames, mode, false);
+        assert_completed(&lane, &mode.to_string(), &["search", "describe", "call"]);
+    }
+}
+
+#[test]
+fn small_model_structured_controls_complete_in_code_auto_and_tools_mode() {
+    for mode in SMALL_MODEL_MODES {
+        let lane = small_model_lane(SmallModel::StructuredControls, mode, false);
+        let label = mode.to_string();
+        match lane.session_mode {
+            // tool_search_code with search arguments, then the tools-mode controls.
+            Mode::Code => assert_completed(
+                &lane,
+                &label,
+                &["tool_search_code", "tool_describe", "tool_call"],
+            ),
+            // In tools mode these are the declared controls: nothing to recover.
+            _ => assert_completed(&lane, &label, &[]),
+        }
+    }
+}
+
+#[test]
+fn small_model_fenced_code_completes_in_code_auto_and_tools_mode() {
+    for mode in SMALL_MODEL_MODES {
+        let lane = small_model_lane(SmallModel::FencedCode, mode, false);
+        let label = mode.to_string();
+        if lane.session_mode == Mode::Code {
+            assert_completed(&lane, &label, &["tool_search_code"]);
+            assert_eq!(
+                records(&lane.log, "recovered_call")[0]["form"],
+                "fenced_body",
+                "{label}"
+            );
+            assert!(
+                lane.run.calls[0].arguments["code"]
+                    .as_str()
+                    .unwrap()
+                    .starts_with("```js")
+            );
+        } else {
+            assert_completed(&lane, &label, &[]);
+        }
+    }
+}
+
+#[test]
+fn small_model_code_without_return_completes_in_code_auto_and_tools_mode() {
+    for mode in SMALL_MODEL_MODES {
+        let lane = small_model_lane(SmallModel::NoReturn, mode, false);
+        let label = mode.to_string();
+        if lane.session_mode == Mode::Code {
+            assert_completed(&lane, &label, &["tool_search_code", "tool_search_code"]);
+            for record in records(&lane.log, "recovered_call") {
+                assert_eq!(record["form"], "implicit_return", "{label}");
+            }
+            assert!(
+                !lane.run.calls[0].arguments["code"]
+                    .as_str()
+                    .unwrap()
+                    .contains("return")
+            );
+        } else {
+            assert_completed(&lane, &label, &[]);
+        }
+    }
+}
+
+/// A wrong-shape call to a policy-denied tool is refused exactly as the right-shape call is:
+/// the same error (kind and message), nothing about the policy, nothing ran; a wrong-shape
+/// search never lists it.
+#[test]
+fn small_model_wrong_shape_call_to_a_denied_tool_is_refused_like_a_right_shape_one() {
+    let rt = rt();
+    let decoy_id = format!("plugin:depot:{DECOY}");
+    let args = json!({FIELD: "RO-20417"});
+    for mode in [Mode::Code, Mode::Tools] {
+        let runs: Runs = Arc::default();
+        let session = rt
+            .block_on(
+                Session::builder(Config::default())
+                    .mode(mode)
+                    .catalog(CatalogSnapshot::build(plugin(&runs)))
+                    .policy(policy())
+                    .worker_binary(BIN)
+                    .warm_pool(0)
+                    .build(),
+            )
+            .unwrap();
+        for selector in [decoy_id.as_str(), DECOY] {
+            let right = match mode {
+                Mode::Code => rt.block_on(session.handle(
+                    "tool_search_code",
+                    &json!({"code": format!("return await openclaw.tools.call({}, {args});", json!(selector))}),
+                )),
+                _ => rt.block_on(session.handle("tool_call", &json!({"id": selector, "args": args}))),
+            };
+            assert!(right.is_error(), "{mode}: {right:?}");
+            let wrong_shapes = [
+                ("openclaw.tools.call", json!({"id": selector, "args": args})),
+                ("openclaw_tools_call", json!([selector, args])),
+                ("call", json!({"id": selector, "args": args})),
+                ("tool_call", json!({"id": selector, "args": args})),
+            ];
+            for (name, arguments) in wrong_shapes {
+                let wrong = rt.block_on(session.handle(name, &arguments));
+                let label = format!("{mode} {name} {selector}");
+                assert!(
+                    wrong.recovered().is_some() || (mode == Mode::Tools && name == "tool_call"),
+                    "{label}"
+                );
+                assert!(wrong.is_error(), "{label}: {wrong:?}");
+                assert_eq!(wrong.body()["error"], right.body()["error"], "{label}");
+                let text = wrong.text().to_lowercase();
+                assert!(
+                    !text.contains("policy") && !text.contains("denied"),
+                    "{label}: {text}"
+                );
+            }
+        }
+        // A recovered search does not list it.
+        let hits = rt.block_on(session.handle(
+            "openclaw.tools.search",
+            &json!({"query": "release order lookup old system", "limit": 20}),
+        ));
+        assert!(!hits.is_error(), "{mode}: {hits:?}");
+        assert!(!hits.text().contains(DECOY), "{mode}");
+        assert!(runs.lock().unwrap().is_empty());
+        rt.block_on(session.finish());
+    }
+}
+
+/// `toolsearch agent --json` against `toolsearch mock-provider --small-model …`: the run
+/// completes and reports its recovered calls.
+#[test]
+fn cli_agent_json_reports_recovered_calls() {
+    for (behaviour, mode, expected) in [
+        ("bridge-names", "code", 3),
+        ("bare-names", "tools", 3),
+        ("fenced-code", "code", 1),
+    ] {
+        let mut child = Command::new(BIN)
+            .args([
+                "mock-provider",
+                "--listen",
+                "127.0.0.1:0",
+                "--small-model",
+                behaviour,
+            ])
+            .env("RUST_LOG", "warn")
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let stdout = child.stdout.take().unwrap();
+        let mock = Reaped(child);
+        let mut url = String::new();
+        BufReader::new(stdout).read_line(&mut url).unwrap();
+        let output = Command::new(BIN)
+            .args([
+                "agent",
+                "--provider",
+                url.trim(),
+                "--mode",
+                mode,
+                "--prompt",
+                "Convert 10 km to miles",
+                "--json",
+            ])
+            .env("RUST_LOG", "warn")
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&output.stdout);
+        assert!(output.status.success(), "{behaviour}: {text}");
+        let run: Value = serde_json::from_str(&text).unwrap();
+        assert_eq!(run["stop"]["reason"], "answered", "{behaviour}");
+        assert!(
+            run["answer"].as_str().unwrap().contains("6.21"),
+            "{behaviour}: {text}"
+        );
+        assert_eq!(run["recovered_calls"], expected, "{behaviour}");
+        let ran_as: Vec<&str> = run["tool_calls"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(|c| c["recovered"].as_str())
+            .collect();
+        assert_eq!(ran_as.len(), expected as usize, "{behaviour}");
+        drop(mock);
+    }
+    let bad = Command::new(BIN)
+        .args(["mock-provider", "--small-model", "nonsense"])
+        .output()
+        .unwrap();
+    assert_eq!(bad.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("bridge-names"));
 }
