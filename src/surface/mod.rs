@@ -660,7 +660,7 @@ impl Surface {
 
     /// Dispatches a model's tool call by provider name: controls, declared tools,
     /// directory hydration and — given the run's `supervisor` — code cells; a call in the wrong
-    /// shape runs as its structured equivalent ([`Dispatch::Recovered`]). Every error comes back
+    /// shape runs as its structured equivalent (`Dispatch::Recovered`). Every error comes back
     /// worded for this surface.
     pub async fn dispatch(
         &self,
