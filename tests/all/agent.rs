@@ -699,11 +699,9 @@ fn cli_agent_against_cli_mock_provider_in_every_mode() {
 /// `agent` exit codes: 1 when the run stops without an answer, 2 for usage.
 #[test]
 fn cli_agent_exit_codes() {
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
+    // Port 1: outside the ephemeral range, so no other test's server (bound to port 0) can take
+    // it between here and the agent's connect, as a port freed by this test could be.
+    let port = 1;
     let output = Command::new(BIN)
         .args([
             "agent",
