@@ -217,7 +217,7 @@ fn descriptor_from_entry(entry: Value, stem: &str, source: Source) -> Result<Des
         .unwrap_or_else(|| stem.to_string());
     let mut descriptor = Descriptor::new(source, &owner, &name);
     descriptor.description = description;
-    descriptor.input_schema = input_schema;
+    descriptor.input_schema = std::sync::Arc::new(input_schema);
     descriptor.output_schema = output_schema;
     descriptor.label = label;
     descriptor.external_id = external_id;

@@ -308,8 +308,9 @@ pub struct Descriptor {
     pub label: Option<String>,
     /// Free text; may be empty.
     pub description: String,
-    /// JSON Schema of the arguments (`{}` when absent).
-    pub input_schema: Value,
+    /// JSON Schema of the arguments (`{}` when absent). Shared: the catalog snapshots built from
+    /// one listing (and a descriptor's clones) hold one copy of a schema, however large.
+    pub input_schema: Arc<Value>,
     /// JSON Schema of `result.details`, when declared.
     pub output_schema: Option<Value>,
     /// Deferred behind search, or always direct.
@@ -344,7 +345,7 @@ impl Descriptor {
             owner,
             label: None,
             description: String::new(),
-            input_schema: Value::Object(Default::default()),
+            input_schema: Arc::new(Value::Object(Default::default())),
             output_schema: None,
             catalog_mode: CatalogMode::Catalog,
             execution_mode: ExecutionMode::Parallel,
@@ -364,7 +365,7 @@ impl Descriptor {
 
     /// Sets the input schema.
     pub fn input_schema(mut self, schema: Value) -> Self {
-        self.input_schema = schema;
+        self.input_schema = Arc::new(schema);
         self
     }
 

@@ -52,7 +52,7 @@ pub fn descriptors_with(world: Arc<DemoWorld>) -> Vec<Descriptor> {
             let mut descriptor = Descriptor::new(spec.source, &spec.owner, &spec.name);
             descriptor.label = spec.label.clone();
             descriptor.description = spec.description.clone();
-            descriptor.input_schema = spec.input_schema.clone();
+            descriptor.input_schema = std::sync::Arc::new(spec.input_schema.clone());
             descriptor.output_schema = spec.output_schema.clone();
             descriptor.catalog_mode = spec.catalog_mode;
             descriptor.execution_mode = spec.execution_mode;

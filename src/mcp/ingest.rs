@@ -616,7 +616,10 @@ mod tests {
             .collect();
         assert_eq!(approvals, [false, true, false]);
         assert!(ingested.tools.iter().all(|t| !t.descriptor.is_trusted()));
-        assert_eq!(ingested.tools[2].descriptor.input_schema, json!({}));
+        assert_eq!(
+            ingested.tools[2].descriptor.input_schema,
+            std::sync::Arc::new(json!({}))
+        );
         assert!(ingested.tools[2].descriptor.output_schema.is_some());
         assert_eq!(ingested.issues.len(), 3, "{:?}", ingested.issues);
         let all = Filters::new(&McpServer {

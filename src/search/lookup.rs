@@ -341,7 +341,7 @@ pub fn describe(index: &SearchIndex, selector: &str) -> Result<Described, Lookup
     };
     Ok(Described {
         hit,
-        input_schema: tool.input_schema.clone(),
+        input_schema: (*tool.input_schema).clone(),
         output_schema: if tool.is_trusted() {
             tool.output_schema.clone()
         } else {
