@@ -539,7 +539,10 @@ impl Upstream {
                             return Err(cut);
                         }
                         let exit = exit_reason(Some(&mut group)).await;
-                        return Err(format!("the MCP handshake failed ({e}); {exit}"));
+                        return Err(format!(
+                            "the MCP handshake failed ({}); {exit}",
+                            crate::config::input::echo(&e.to_string())
+                        ));
                     }
                 };
                 (service, Some(group))
@@ -746,8 +749,10 @@ impl Upstream {
                     return Err(ToolError::of(
                         FailureKind::UpstreamUnavailable,
                         format!(
-                            "the MCP server {:?} stopped answering during the call ({reason})",
-                            self.config.name
+                            "the MCP server {:?} stopped answering during the call ({})",
+                            self.config.name,
+                            // A transport error can quote the server's whole answer.
+                            crate::config::input::echo(&reason.to_string())
                         ),
                     ));
                 }

@@ -872,3 +872,47 @@ fn hostile_http_front_bounds_and_errors_are_the_documented_ones() {
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+/// Class 7 over HTTP: an upstream answer that is not UTF-8 fails the call at once, naming the
+/// server, with the error's echo of the answer bounded (a 1 MiB answer gives a short message).
+#[test]
+fn hostile_http_upstream_invalid_utf8_fails_the_call_at_once_and_bounded() {
+    let mut upstream = Command::new("node")
+        .arg(servers_dir().join("hostile_http_upstream.mjs"))
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut url = String::new();
+    BufReader::new(upstream.stdout.take().unwrap())
+        .read_line(&mut url)
+        .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let config = config_file(
+        dir.path(),
+        json!({"mcp": {"servers": {"badhttp": {"url": url.trim(), "callTimeoutMs": 120000}}}}),
+    );
+    for tool in ["mcp:badhttp:bad", "mcp:badhttp:bad_big"] {
+        let started = Instant::now();
+        let out = Command::new(BIN)
+            .args(["call", tool, "--config"])
+            .arg(&config)
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{tool}: {stderr}");
+        assert!(stderr.contains("\"badhttp\""), "{tool}: {stderr}");
+        assert!(
+            stderr.len() < 4096,
+            "{tool}: {} bytes of error",
+            stderr.len()
+        );
+        // Far below the 120 s call timeout: the answer failed the call, it did not wait it out.
+        assert!(
+            started.elapsed() < Duration::from_secs(60),
+            "{tool}: {:?}",
+            started.elapsed()
+        );
+    }
+    let _ = upstream.kill();
+    let _ = upstream.wait();
+}
