@@ -283,24 +283,8 @@ pub(super) async fn read_body(
         ));
     }
     if post {
-        if let Err(e) = serde_json::from_slice::<serde::de::IgnoredAny>(&bytes) {
-            return Err(rpc_error(
-                400,
-                -32700,
-                format!("parse error: the request body is not one JSON value ({e})"),
-            ));
-        }
-        if let Some(refused) = name_past_bound(&bytes) {
+        if let Some(refused) = refuse_message(&bytes) {
             return Err(refused);
-        }
-        if bytes.iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'[') {
-            return Err(rpc_error(
-                400,
-                -32600,
-                "the request body is a JSON array (a JSON-RPC batch); MCP has no batches since \
-                 2025-06-18: send one message per request"
-                    .into(),
-            ));
         }
     }
     Ok((
@@ -309,9 +293,11 @@ pub(super) async fn read_body(
     ))
 }
 
-/// A message whose `params.name` is longer than [`MAX_NAME_BYTES`]: the JSON-RPC error that
-/// answers it (with the request's id), echoing only the bounded start of the name.
-fn name_past_bound(body: &[u8]) -> Option<hyper::Response<Body>> {
+/// The answer refusing a POSTed body before the MCP service reads it: not one JSON value
+/// (−32700), a `params.name` longer than [`MAX_NAME_BYTES`] (−32602, with the request's id, the
+/// name echoed bounded), or a batch (−32600). One parse of the usual message; a body of another
+/// shape is parsed again only to tell a syntax error from a shape the service answers itself.
+fn refuse_message(body: &[u8]) -> Option<hyper::Response<Body>> {
     #[derive(serde::Deserialize)]
     struct Params<'a> {
         #[serde(borrow)]
@@ -323,19 +309,45 @@ fn name_past_bound(body: &[u8]) -> Option<hyper::Response<Body>> {
         #[serde(borrow)]
         params: Option<Params<'a>>,
     }
-    let message = serde_json::from_slice::<Message<'_>>(body).ok()?;
-    let name = message.params?.name?;
-    (name.len() > MAX_NAME_BYTES).then(|| {
-        respond(
-            200,
-            json!({"jsonrpc": "2.0", "id": message.id, "error": {"code": -32602, "message": format!(
-                "the name {:?} is {} bytes; names are at most {MAX_NAME_BYTES} bytes \
-                 (MAX_NAME_BYTES): use a name from tools/list",
-                input::echo(&name),
-                name.len()
-            )}}),
+    let parse_error = |e: serde_json::Error| {
+        rpc_error(
+            400,
+            -32700,
+            format!("parse error: the request body is not one JSON value ({e})"),
         )
-    })
+    };
+    match serde_json::from_slice::<Message<'_>>(body) {
+        Ok(message) => {
+            let name = message.params?.name?;
+            (name.len() > MAX_NAME_BYTES).then(|| {
+                respond(
+                    200,
+                    json!({"jsonrpc": "2.0", "id": message.id, "error": {"code": -32602, "message": format!(
+                        "the name {:?} is {} bytes; names are at most {MAX_NAME_BYTES} bytes \
+                         (MAX_NAME_BYTES): use a name from tools/list",
+                        input::echo(&name),
+                        name.len()
+                    )}}),
+                )
+            })
+        }
+        Err(e) if !e.is_data() => Some(parse_error(e)),
+        // Valid so far, another shape: the rest must still be JSON.
+        Err(_) => {
+            if let Err(e) = serde_json::from_slice::<serde::de::IgnoredAny>(body) {
+                return Some(parse_error(e));
+            }
+            (body.iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'[')).then(|| {
+                rpc_error(
+                    400,
+                    -32600,
+                    "the request body is a JSON array (a JSON-RPC batch); MCP has no batches \
+                     since 2025-06-18: send one message per request"
+                        .into(),
+                )
+            })
+        }
+    }
 }
 
 /// The connection cap actually used: `requested`, lowered to stay [`RESERVED_DESCRIPTORS`]

@@ -1135,7 +1135,8 @@ fn serve_peak_rss_kib(dir: &std::path::Path, server: Value) -> u64 {
 fn hostile_upstream_listing_memory_stays_a_small_multiple_of_the_message() {
     let dir = tempfile::tempdir().unwrap();
     // Bounds in MiB. "schemas" keeps every tool (64 schemas of 20,000 properties): its JSON
-    // trees are what is held, once (snapshots share schemas); main held them 4-5 times (690 MiB).
+    // trees are what is held, once (snapshots share schemas); 9d86c18 held them 4-5 times (about
+    // 700 MiB, `benches/listing_memory.sh`).
     for (listing, bound) in [("many", 200), ("huge", 200), ("schemas", 300)] {
         let server = hostile_server(&["--listing", listing, "--bytes", "14000000"]);
         let peak = serve_peak_rss_kib(dir.path(), server);
