@@ -282,10 +282,8 @@ pub(super) async fn read_body(
             ),
         ));
     }
-    if post {
-        if let Some(refused) = refuse_message(&bytes) {
-            return Err(refused);
-        }
+    if post && let Some(refused) = refuse_message(&bytes) {
+        return Err(refused);
     }
     Ok((
         hyper::Request::from_parts(parts, Full::new(bytes.clone())),
