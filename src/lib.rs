@@ -75,7 +75,7 @@ pub use sandbox::{
     CellResult, CellTelemetry, GatewayBridge, LimitKind, Limits, LogLevel, LogLine, Outcome,
     PollWhen, Polling, SandboxError, Supervisor, SupervisorConfig,
 };
-pub use search::{Hit, IndexCache, IndexStats, RankedHit, SearchIndex, SearchSettings};
+pub use search::{Hit, IndexCache, IndexStats, RankedHit, Ranking, SearchIndex, SearchSettings};
 pub use session::{Reply, Session, SessionBuilder, SessionError};
 pub use signature::{Bounds as SignatureBounds, Signature, input_signature, output_signature};
 pub use surface::{

@@ -24,7 +24,7 @@
 //! word's first letter. Both give exactly the terms within the distance.
 
 use std::cell::RefCell;
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
@@ -38,6 +38,7 @@ use super::analyzer::{
     ANALYZER_NAME, AnalyzerOptions, FUZZY_WEIGHT, FuzzyWord, QueryAnalysis, QueryTerm, TermKind,
     ToolTokenizer, analyze_query_in,
 };
+use super::exact::{ExactKeys, Form};
 use super::hit::{Hints, Hit};
 use super::typo::DeletionIndex;
 use crate::catalog::{Descriptor, Fingerprint};
@@ -99,12 +100,23 @@ pub struct RankedHit {
     pub position: u32,
     /// BM25 score (0 for an exact match that matched no term).
     pub score: f32,
-    /// Whether the query equals this tool's id or name.
+    /// Whether the query names this tool exactly, in any form of `exact.rs`.
     pub exact: bool,
     /// Whether at least one literal (unexpanded) query term matched.
     pub literal: bool,
     /// The best tier reached: 2 literal, 1 translation or fuzzy, 0 expansion only.
     pub tier: u8,
+}
+
+/// A ranking: the hits and how many allowed tools matched the query.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Ranking {
+    /// At most the limit's hits, best first.
+    pub hits: Vec<RankedHit>,
+    /// Allowed tools that matched: those the query names exactly (`exact.rs`) and those sharing
+    /// at least one term with the analysed query — a literal word or its stem, a lexicon
+    /// translation, an intent expansion or a typo candidate.
+    pub matched: usize,
 }
 
 struct SegmentMap {
@@ -127,10 +139,8 @@ pub struct SearchIndex {
     _reader: IndexReader,
     body: Field,
     segments: Vec<SegmentMap>,
-    /// Exact id → position (case-sensitive).
-    exact_id: HashMap<String, u32>,
-    /// Lowercased name, id and external id → positions (ascending).
-    exact_folded: HashMap<String, Vec<u32>>,
+    /// The exact-name maps (`exact.rs`).
+    exact: ExactKeys,
     hints: Vec<OnceLock<Arc<Hints>>>,
     /// The terms filed for typo tolerance's distance-1 lookups (built on first use).
     typos: OnceLock<DeletionIndex>,
@@ -268,21 +278,7 @@ impl SearchIndex {
             });
         }
 
-        let mut exact_id = HashMap::with_capacity(documents);
-        let mut exact_folded: HashMap<String, Vec<u32>> = HashMap::with_capacity(documents * 2);
-        for (position, tool) in view.tools().enumerate() {
-            let position = position as u32;
-            exact_id.insert(tool.id.clone(), position);
-            let mut keys = vec![tool.id.to_lowercase(), tool.name.to_lowercase()];
-            if let Some(external) = &tool.external_id {
-                keys.push(external.to_lowercase());
-            }
-            keys.sort();
-            keys.dedup();
-            for key in keys {
-                exact_folded.entry(key).or_default().push(position);
-            }
-        }
+        let exact = ExactKeys::build(view.tools());
 
         let total_tokens: u64 = segments.iter().map(|s| s.inverted.total_num_tokens()).sum();
         let average_length = if documents == 0 {
@@ -307,8 +303,7 @@ impl SearchIndex {
             _reader: reader,
             body,
             segments,
-            exact_id,
-            exact_folded,
+            exact,
             hints: (0..documents).map(|_| OnceLock::new()).collect(),
             typos: OnceLock::new(),
             stats,
@@ -333,15 +328,12 @@ impl SearchIndex {
 
     /// Position (view order) of the allowed tool with exactly this id.
     pub fn position_of(&self, id: &str) -> Option<u32> {
-        self.exact_id.get(id).copied()
+        self.exact.id(id)
     }
 
     /// Positions of allowed tools whose id, name or external id equals `key` ignoring case.
     pub fn folded_matches(&self, key: &str) -> &[u32] {
-        self.exact_folded
-            .get(&key.to_lowercase())
-            .map(Vec::as_slice)
-            .unwrap_or(&[])
+        self.exact.folded(key)
     }
 
     /// Ranks the allowed tools for `query` and returns at most `limit` of them, with
@@ -375,86 +367,85 @@ impl SearchIndex {
         limit: usize,
         settings: &SearchSettings,
     ) -> Vec<RankedHit> {
+        self.ranking(query, limit, settings).hits
+    }
+
+    /// Ranks the allowed tools for `query`: every tool the query names exactly (in any
+    /// form of `exact.rs`) first, the closer forms first and each form in the ranker's order;
+    /// then hits by tier (literal, translation or fuzzy, expansion), score and id. Returns at
+    /// most `limit` hits and how many allowed tools matched ([`Ranking::matched`]).
+    pub fn ranking(&self, query: &str, limit: usize, settings: &SearchSettings) -> Ranking {
         if limit == 0 {
-            return Vec::new();
+            return Ranking::default();
         }
         let trimmed = query.trim();
-        let mut out: Vec<RankedHit> = Vec::new();
-        // Exact matches first: an id (case-sensitive), else names/ids ignoring case.
-        if let Some(&position) = self.exact_id.get(trimmed) {
-            out.push(RankedHit {
-                position,
-                score: 0.0,
-                exact: true,
-                literal: false,
-                tier: 0,
-            });
-        } else {
-            for &position in self.folded_matches(trimmed).iter().take(limit) {
-                out.push(RankedHit {
-                    position,
-                    score: 0.0,
-                    exact: true,
-                    literal: false,
-                    tier: 0,
-                });
-            }
-        }
+        // (form, ranking key, position) of every tool the query names; the key is filled in
+        // when the tool also matched a term, so that tools of one name keep the ranker's order.
+        let mut named: Vec<(Form, u64, u32)> = self
+            .exact
+            .named(trimmed)
+            .into_iter()
+            .map(|(position, form)| (form, ranking_key(0, 0.0, position), position))
+            .collect();
+        let mut matched = named.len();
         let terms = self.query_analysis(trimmed, settings).terms;
-        if terms.is_empty() {
-            return out;
-        }
-        let exact_count = out.len();
-        SCRATCH.with(|scratch| {
-            let mut scratch = scratch.borrow_mut();
-            self.accumulate(&terms, &mut scratch);
-            let Scratch {
-                scores,
-                tier,
-                touched,
-                keys,
-            } = &mut *scratch;
-            // One sortable key per candidate, larger is better: the tier (bits 62–63), then
-            // the score's bits (monotonic for positive floats, sign bit always 0: bits 31–61),
-            // then the inverted position so that the smaller id wins ties.
-            let exact = &out[..exact_count];
-            let wanted = limit.saturating_sub(exact_count);
-            // One pass over the touched documents: each one's sortable key goes through a
-            // min-heap of the `wanted` best (a key rarely beats the heap's smallest, so most
-            // cost one comparison), and its accumulators are reset for the next query.
-            keys.clear();
-            for &position in touched.iter() {
-                let slot = position as usize;
-                let (score, best) = (scores[slot], tier[slot]);
-                scores[slot] = 0.0;
-                tier[slot] = 0;
-                if wanted == 0 || score <= 0.0 || exact.iter().any(|e| e.position == position) {
-                    continue;
+        let wanted = limit.saturating_sub(named.len());
+        let mut ranked: Vec<u64> = Vec::new();
+        if !terms.is_empty() {
+            SCRATCH.with(|scratch| {
+                let mut scratch = scratch.borrow_mut();
+                self.accumulate(&terms, &mut scratch);
+                let Scratch {
+                    scores,
+                    tier,
+                    touched,
+                    keys,
+                } = &mut *scratch;
+                // One pass over the touched documents: each one's sortable key goes through a
+                // min-heap of the `wanted` best (a key rarely beats the heap's smallest, so most
+                // cost one comparison), and its accumulators are reset for the next query.
+                keys.clear();
+                for &position in touched.iter() {
+                    let slot = position as usize;
+                    let (score, best) = (scores[slot], tier[slot]);
+                    scores[slot] = 0.0;
+                    tier[slot] = 0;
+                    if score <= 0.0 {
+                        continue;
+                    }
+                    let key = ranking_key(best.saturating_sub(1), score, position);
+                    if !named.is_empty()
+                        && let Ok(at) = named.binary_search_by_key(&position, |n| n.2)
+                    {
+                        named[at].1 = key;
+                        continue;
+                    }
+                    matched += 1;
+                    if wanted == 0 {
+                        continue;
+                    }
+                    if keys.len() < wanted {
+                        keys.push(key);
+                        let last = keys.len() - 1;
+                        sift_up(keys, last);
+                    } else if key > keys[0] {
+                        keys[0] = key;
+                        sift_down(keys, 0);
+                    }
                 }
-                let key = (u64::from(best.saturating_sub(1) & 3) << 62)
-                    | (u64::from(score.to_bits() & 0x7FFF_FFFF) << 31)
-                    | u64::from(POSITION_MASK - (position & POSITION_MASK));
-                if keys.len() < wanted {
-                    keys.push(key);
-                    let last = keys.len() - 1;
-                    sift_up(keys, last);
-                } else if key > keys[0] {
-                    keys[0] = key;
-                    sift_down(keys, 0);
-                }
-            }
-            touched.clear();
-            keys.sort_unstable_by(|a, b| b.cmp(a));
-            let candidates = keys.iter().map(|&key| RankedHit {
-                position: POSITION_MASK - (key as u32 & POSITION_MASK),
-                score: f32::from_bits(((key >> 31) as u32) & 0x7FFF_FFFF),
-                exact: false,
-                literal: key >> 62 == 2,
-                tier: (key >> 62) as u8,
+                touched.clear();
+                keys.sort_unstable_by(|a, b| b.cmp(a));
+                ranked.extend_from_slice(keys);
             });
-            out.extend(candidates);
-        });
-        out
+        }
+        named.sort_unstable_by(|a, b| a.0.cmp(&b.0).then(b.1.cmp(&a.1)));
+        let hits = named
+            .iter()
+            .take(limit)
+            .map(|&(_, key, _)| ranked_hit(key, true))
+            .chain(ranked.into_iter().map(|key| ranked_hit(key, false)))
+            .collect();
+        Ranking { hits, matched }
     }
 
     /// Adds every query term's weighted BM25 contribution into the scratch accumulators.
@@ -759,6 +750,26 @@ fn length_norms(average_length: f32) -> [f32; 256] {
 }
 
 /// Restores the min-heap order of `heap` after `heap[at]` was appended.
+/// One sortable key per candidate, larger is better: the tier (bits 62–63), then the score's
+/// bits (monotonic for positive floats, sign bit always 0: bits 31–61), then the inverted
+/// position so that the smaller id wins ties.
+fn ranking_key(tier: u8, score: f32, position: u32) -> u64 {
+    (u64::from(tier & 3) << 62)
+        | (u64::from(score.to_bits() & 0x7FFF_FFFF) << 31)
+        | u64::from(POSITION_MASK - (position & POSITION_MASK))
+}
+
+/// The hit a ranking key stands for.
+fn ranked_hit(key: u64, exact: bool) -> RankedHit {
+    RankedHit {
+        position: POSITION_MASK - (key as u32 & POSITION_MASK),
+        score: f32::from_bits(((key >> 31) as u32) & 0x7FFF_FFFF),
+        exact,
+        literal: key >> 62 == 2,
+        tier: (key >> 62) as u8,
+    }
+}
+
 fn sift_up(heap: &mut [u64], mut at: usize) {
     while at > 0 {
         let parent = (at - 1) / 2;

@@ -6,9 +6,11 @@
 //!   tools, so corpus statistics (N, document frequencies, average length) come from allowed
 //!   tools only and a denied tool can neither appear nor move a ranking. Built
 //!   once and shared through [`IndexCache`]; never rebuilt per call or per code cell.
-//! - Ranking: exact matches first (a trimmed query equal to an id, case-sensitive;
-//!   otherwise equal to a name, id or external id case-insensitively), then hits matching at
-//!   least one literal query term, then BM25 score, then id.
+//! - Ranking: every tool the query names exactly first — its id, name, external id,
+//!   raw upstream name or provider-safe name, as given, ignoring case, with `_ - . / :` and
+//!   spaces read as one separator, or with camelCase split (`exact.rs`) — a rule in front of
+//!   the ranker, never a boost; then hits matching at least one literal query term, then BM25
+//!   score, then id. A ranking also counts the allowed tools that matched ([`Ranking`]).
 //! - [`Hit`]: compact, prompt-safe results with signatures; untrusted tools get
 //!   `input: "unknown"` and no `output`.
 //! - [`batch`]: the `tool_search` request parser and the 4,000-character budget.
@@ -21,6 +23,7 @@ pub mod analyzer;
 pub mod batch;
 #[doc(hidden)]
 pub mod bench;
+mod exact;
 mod hit;
 mod index;
 pub mod lexicon;
@@ -29,7 +32,9 @@ mod segment;
 mod typo;
 
 pub use hit::{Hit, compact_text};
-pub use index::{BuildError, IndexCache, IndexStats, RankedHit, SearchIndex, SearchSettings};
+pub use index::{
+    BuildError, IndexCache, IndexStats, RankedHit, Ranking, SearchIndex, SearchSettings,
+};
 
 use serde_json::Value;
 

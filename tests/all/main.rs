@@ -5,6 +5,8 @@
 mod catalog;
 /// The embedded demo catalog: size, mix, schemas, every tool called for real, search pins.
 mod demo;
+/// Exact names first in every form, over the pooled real and eval catalogs.
+mod exact_names;
 /// Fail-closed policy: a denied tool is invisible and cannot move rankings.
 mod policy;
 /// Ranking, seed examples, limits.
