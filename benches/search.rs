@@ -120,7 +120,7 @@ fn bench_search(c: &mut Criterion) {
         });
         group.bench_function(BenchmarkId::new("batch16", n), |b| {
             b.iter(|| {
-                let response = gateway.search(black_box(&batch_request)).unwrap();
+                let response = gateway.search(black_box(&batch_request)).unwrap().to_json();
                 assert_eq!(response["results"].as_array().map(Vec::len), Some(16));
                 response
             })

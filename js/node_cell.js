@@ -28,9 +28,29 @@ function bridge(op, args) {
   });
 }
 
+// A single search crosses as {hits, matched, truncated, not_found?, note} (as in js/prelude.js):
+// the cell gets the hits array with the rest as properties, and a cut list's note in its logs.
+function searchAnswer(value) {
+  if (value === null || typeof value !== "object") return value;
+  const note = value.note;
+  let out = value;
+  let partial = value.truncated === true || value.not_found !== undefined;
+  if (Array.isArray(value.hits)) {
+    out = value.hits;
+    for (const key of ["matched", "truncated", "not_found"]) {
+      if (value[key] !== undefined) Object.defineProperty(out, key, { value: value[key], writable: true, configurable: true });
+    }
+  } else {
+    delete value.note;
+    partial = typeof note === "string";
+  }
+  if (partial && typeof note === "string") logs.push({ level: "log", text: "[openclaw.tools.search] " + note });
+  return out;
+}
+
 const openclaw = Object.freeze({
   tools: Object.freeze({
-    search: (...args) => bridge("search", args),
+    search: (...args) => bridge("search", args).then(searchAnswer),
     describe: (...args) => bridge("describe", args),
     call: (...args) => bridge("call", args),
   }),

@@ -35,6 +35,7 @@
   const hostCall = host.call;
   const hostLog = host.log;
   const fnToString = Function.prototype.toString;
+  const isArray = Array.isArray;
   const WeakMapCtor = WeakMap;
   const weakMapSet = WeakMap.prototype.set;
   const weakMapGet = WeakMap.prototype.get;
@@ -99,11 +100,15 @@
   }
 
   // A lazy thenable (R-8.4): the host call starts on the first `then`, i.e. when awaited or
-  // chained; a call that is never awaited never reaches the host.
-  function lazy(op, args) {
+  // chained; a call that is never awaited never reaches the host. `adapt`, when given, maps the
+  // host's value before the guest sees it.
+  function lazy(op, args, adapt) {
     let promise = null;
     function started() {
-      if (promise === null) promise = begin(op, args);
+      if (promise === null) {
+        promise = begin(op, args);
+        if (adapt !== undefined) promise = apply(promiseThen, promise, [adapt]);
+      }
       return promise;
     }
     return freeze({
@@ -119,9 +124,37 @@
     });
   }
 
+  function hidden(target, key, value) {
+    defineProperty(target, key, { value: value, writable: true, enumerable: false, configurable: true });
+  }
+
+  // What a search covered. A single search crosses as {hits, matched, truncated, not_found?,
+  // note}: the guest gets the hits array, with matched, truncated and not_found as properties
+  // of it. JSON drops an array's properties, so when the list was cut or a selected name matched
+  // nothing the note also goes to the cell's logs: a cell that returns the hits unchanged still
+  // tells the model. A batch stays its object (each group carries matched and truncated); its
+  // note, when there is one, goes to the logs the same way.
+  function searchAnswer(value) {
+    if (value === null || typeof value !== "object") return value;
+    const note = value.note;
+    let out = value;
+    let partial = value.truncated === true || value.not_found !== undefined;
+    if (isArray(value.hits)) {
+      out = value.hits;
+      hidden(out, "matched", value.matched);
+      hidden(out, "truncated", value.truncated === true);
+      if (value.not_found !== undefined) hidden(out, "not_found", value.not_found);
+    } else {
+      delete value.note;
+      partial = typeof note === "string";
+    }
+    if (partial && typeof note === "string") searchNote("[openclaw.tools.search] " + note);
+    return out;
+  }
+
   const tools = freeze({
     search: function search(...args) {
-      return lazy("search", args);
+      return lazy("search", args, searchAnswer);
     },
     describe: function describe(...args) {
       return lazy("describe", args);
@@ -165,6 +198,8 @@
       logBudget = hostLog(level, wellFormed(text));
     };
   }
+
+  const searchNote = logger(0);
 
   const globalSlot = { writable: false, enumerable: false, configurable: false };
   defineProperty(G, "openclaw", { ...globalSlot, value: freeze({ tools: tools }) });

@@ -152,7 +152,8 @@ enum CatalogSource {
 
 #[derive(Debug, Args)]
 struct SearchArgs {
-    /// What to find, in a few English words.
+    /// What to find, in a few English words; a tool's name; or "select:NAME,NAME" for exactly
+    /// those tools, in that order.
     query: String,
     /// How many hits (default from the config: 8, max 20; local profile 5, max 10).
     #[arg(long)]
@@ -161,7 +162,8 @@ struct SearchArgs {
     catalog: CatalogArgs,
     #[command(flatten)]
     config: ConfigArgs,
-    /// Print JSON (an array of hits).
+    /// Print JSON: {"hits": [...], "matched": N, "truncated": bool, "not_found"?: [...] (names
+    /// of a select: query that matched no tool), "note": "..."}.
     #[arg(long)]
     json: bool,
     /// Show each hit's score and whether it matched a literal term.
@@ -462,37 +464,44 @@ fn search(args: SearchArgs) -> Result<ExitCode> {
     // Searching needs no sandbox: the structured controls' session, with the config's limits.
     let plan = session(&args.config, &args.catalog)?;
     let limit = args.limit.map(Value::from);
-    let explained = with_session(
+    let answered = with_session(
         plan,
         |b| b.mode(Mode::Tools),
-        async |session| session.explain(&args.query, limit.as_ref()),
+        async |session| {
+            let max = session.config().search_limits.max_limit();
+            session
+                .explain(&args.query, limit.as_ref())
+                .map(|response| (response, max))
+        },
     )?;
-    let explained = match explained {
-        Ok(explained) => explained,
+    let (response, max) = match answered {
+        Ok(answered) => answered,
         Err(reply) => bail!(reply_message(&reply)),
+    };
+    let crate::search::batch::Response::Single(single) = &response else {
+        bail!("one query gave a batch answer");
     };
     let mut out = std::io::stdout().lock();
     if args.json {
-        let hits: Vec<Value> = explained
-            .iter()
-            .map(|(hit, r)| {
-                let mut value = serde_json::to_value(hit).unwrap_or_default();
-                if args.explain {
-                    value["score"] = json!(r.score);
-                    value["exact"] = json!(r.exact);
-                    value["literal"] = json!(r.literal);
-                }
-                value
-            })
-            .collect();
-        writeln!(out, "{}", serde_json::to_string_pretty(&hits)?)?;
+        // `{"hits": [...], "matched": N, "truncated": bool, "not_found"?: [...], "note": "..."}`.
+        let mut object = response.to_object(max);
+        if args.explain
+            && let Some(hits) = object["hits"].as_array_mut()
+        {
+            for (value, r) in hits.iter_mut().zip(single.ranked()) {
+                value["score"] = json!(r.score);
+                value["exact"] = json!(r.exact);
+                value["literal"] = json!(r.literal);
+            }
+        }
+        writeln!(out, "{}", serde_json::to_string_pretty(&object)?)?;
         return Ok(ExitCode::SUCCESS);
     }
-    if explained.is_empty() {
-        writeln!(out, "no tools match {:?}", args.query)?;
+    if single.hits.is_empty() && single.not_found().is_empty() {
+        writeln!(out, "no tools match {:?}", safe(&args.query))?;
         return Ok(ExitCode::SUCCESS);
     }
-    for (rank, (hit, r)) in explained.iter().enumerate() {
+    for (rank, (hit, r)) in single.hits.iter().zip(single.ranked()).enumerate() {
         // Catalog text may come from third parties: no escape sequence reaches the terminal.
         writeln!(out, "{:>2}. {}  [{}]", rank + 1, safe(&hit.id), hit.source)?;
         if !hit.description.is_empty() {
@@ -515,6 +524,9 @@ fn search(args: SearchArgs) -> Result<ExitCode> {
                 }
             )?;
         }
+    }
+    if let Some(note) = response.note(max) {
+        writeln!(out, "{}", safe(&note))?;
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -628,7 +640,10 @@ fn call(args: CallArgs) -> Result<ExitCode> {
             }
             Ok(ExitCode::SUCCESS)
         }
-        Reply::ClientCall(_) | Reply::Failed { .. } | Reply::Recovered { .. } => {
+        Reply::ClientCall(_)
+        | Reply::Failed { .. }
+        | Reply::Recovered { .. }
+        | Reply::Searched(_) => {
             let error = match &reply {
                 Reply::ClientCall(call) => json!({"error": {
                     "kind": "client_tool",

@@ -68,7 +68,7 @@ use crate::catalog::{
 };
 use crate::config::SearchLimits;
 use crate::policy::{Authorized, Policy};
-use crate::search::{Hit, IndexCache, RankedHit, SearchIndex, batch, lookup};
+use crate::search::{IndexCache, SearchIndex, batch, lookup};
 use crate::signature::input_signature;
 use crate::telemetry::{Counters, SessionLog};
 use request::Target;
@@ -472,8 +472,9 @@ impl Gateway {
             .remove(owner);
     }
 
-    /// `tool_search`: a single query or a batch. Never takes a schedule slot.
-    pub fn search(&self, args: &Value) -> Result<Value, CallError> {
+    /// `tool_search`: a single query or a batch, with what each answer covers
+    /// (`search::answer`). Never takes a schedule slot.
+    pub fn search(&self, args: &Value) -> Result<batch::Response, CallError> {
         let _span = tracing::debug_span!("tool_search", run_id = %self.inner.run.run_id).entered();
         let started = Instant::now();
         let state = self.state();
@@ -486,18 +487,20 @@ impl Gateway {
                     },
                 )
             });
-        let (queries, results) = match &response {
-            Ok(batch::Response::Hits(hits)) => (1, hits.len()),
+        let (queries, results, truncated) = match &response {
+            Ok(batch::Response::Single(single)) => (1, single.hits.len(), single.truncated()),
             Ok(batch::Response::Batch(b)) => (
                 b.results.len(),
                 b.results.iter().map(|g| g.candidates.len()).sum(),
+                b.truncated,
             ),
-            Err(_) => (0, 0),
+            Err(_) => (0, 0, false),
         };
         Counters::add(&self.inner.counters.queries, queries as u64);
         let mut fields = self.base_fields();
         fields.insert("queries".into(), json!(queries));
         fields.insert("results".into(), json!(results));
+        fields.insert("truncated".into(), json!(truncated));
         fields.insert("ok".into(), json!(response.is_ok()));
         fields.insert(
             "duration_us".into(),
@@ -505,44 +508,22 @@ impl Gateway {
         );
         self.inner.log.record("search", fields);
         tracing::debug!(queries, results, "tool_search");
-        response.map(|r| r.to_json())
+        response
     }
 
-    /// The ranking behind a single search, with each hit's score and tier (a debug view for
-    /// operators: `toolsearch search --explain`). `limit` follows like `tool_search`'s.
-    /// Counted and logged as a search.
+    /// One query searched as `tool_search` searches it (`limit`, `select:` included);
+    /// its [`batch::Single`] also carries each hit's ranking detail (`toolsearch search`).
     pub fn explain(
         &self,
         query: &str,
         limit: Option<&Value>,
-    ) -> Result<Vec<(Hit, RankedHit)>, CallError> {
-        let limit = crate::search::resolve_limit(limit, self.inner.settings.search_limits)
-            .map_err(|e| {
-                CallError::new(ErrorKind::BadRequest, None, e.to_string()).recover(
-                    Recovery::Usage {
-                        operation: Operation::Search,
-                    },
-                )
-            })?;
-        let started = Instant::now();
-        let state = self.state();
-        Counters::bump(&self.inner.counters.searches);
-        Counters::bump(&self.inner.counters.queries);
-        let ranked = state.index.rank(query, limit);
-        let explained: Vec<(Hit, RankedHit)> = ranked
-            .into_iter()
-            .filter_map(|r| state.index.hit(r.position).map(|hit| (hit, r)))
-            .collect();
-        let mut fields = self.base_fields();
-        fields.insert("queries".into(), json!(1));
-        fields.insert("results".into(), json!(explained.len()));
-        fields.insert("ok".into(), json!(true));
-        fields.insert(
-            "duration_us".into(),
-            json!(started.elapsed().as_micros() as u64),
-        );
-        self.inner.log.record("search", fields);
-        Ok(explained)
+    ) -> Result<batch::Response, CallError> {
+        let mut args = serde_json::Map::new();
+        args.insert("query".into(), json!(query));
+        if let Some(limit) = limit {
+            args.insert("limit".into(), limit.clone());
+        }
+        self.search(&Value::Object(args))
     }
 
     /// `tool_describe`: `{id}`, `{name}` or a bare string selector.

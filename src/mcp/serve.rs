@@ -243,6 +243,25 @@ fn tool_result(reply: Reply) -> CallToolResult {
             result.structured_content = Some(structured);
             result
         }
+        Reply::Searched(searched) => {
+            // The hits as shapes them, then the note as a block of its own; structured:
+            // the single form's `{result: [...], matched, truncated, not_found?}`.
+            let mut content = vec![ContentBlock::text(searched.body.to_string())];
+            if let Some(note) = searched.note {
+                content.push(ContentBlock::text(note));
+            }
+            let structured = match (searched.body, searched.signal) {
+                (body @ Value::Object(_), _) => body,
+                (body, Some(Value::Object(mut signal))) => {
+                    signal.insert("result".into(), body);
+                    Value::Object(signal)
+                }
+                (body, _) => json!({"result": body}),
+            };
+            let mut result = CallToolResult::success(content);
+            result.structured_content = Some(structured);
+            result
+        }
         Reply::Failed { body, .. } => {
             let text = body["error"]["message"]
                 .as_str()

@@ -117,9 +117,12 @@ pub(crate) fn call_request(first: Value, second: Value) -> Option<Value> {
 impl Bridge for GatewayBridge {
     async fn invoke(&self, op: BridgeOp, args: Value) -> Result<Value, BridgeError> {
         match op {
+            // The single form crosses as `{hits, matched, truncated, not_found?, note}`: the
+            // prelude hands the guest the array, with the rest as its properties.
             BridgeOp::Search => self
                 .gateway
                 .search(&search_request(arg(&args, 0), arg(&args, 1)))
+                .map(|response| response.to_object(self.gateway.search_limits().max_limit()))
                 .map_err(|e| self.reject(e)),
             BridgeOp::Describe => self
                 .gateway

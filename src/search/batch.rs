@@ -1,7 +1,13 @@
 //! `tool_search` requests: the single and batch forms and their rules (SPEC R-5).
 //!
 //! - `{query, limit?}` → an array of hits; `{queries: [{query, limit?}, …]}` →
-//!   `{results: [{query, candidates, truncated?}], truncated?}` in request order.
+//!   `{results: [{query, candidates, matched, truncated?, not_found?}], truncated?}` in request
+//!   order. Beside the hits, every answer says how many allowed tools matched and
+//!   whether the list was cut (`answer.rs`): in a batch group as `matched` and `truncated`; for
+//!   the single form in [`Single`] (its [`Response::note`] is the line a model reads beside the
+//!   array, its [`Response::signal`] the same for machines).
+//! - `select:NAME,…` as a query loads those tools (`answer.rs`); more names than the max limit
+//!   is an error naming the bound.
 //! - A non-blank scalar `query` next to a non-empty batch runs first with the top-level limit;
 //!   with a non-empty batch and a blank or absent scalar, a non-null top-level `limit` is an
 //!   error; `queries: []` with a non-blank scalar is the scalar form; a blank scalar without a
@@ -11,15 +17,17 @@
 //!   batch fails as one request.
 //! - Batch responses fit 4,000 characters of compact JSON: descriptions are compacted to 180
 //!   characters; while over budget the lowest-ranked candidate of the largest group is dropped
-//!   and the group and the response are marked `truncated`.
+//!   and the group and the response are marked `truncated`. A group is `truncated` too
+//!   when its limit cut it: the word means fewer candidates than matching tools, whatever cut.
 //!
 //! "Characters" are Unicode scalar values. The parser never panics on any JSON.
 
 use serde::Serialize;
 use serde_json::{Map, Value};
 
+use super::answer::{self, Answer, Missing};
 use super::hit::compact_text;
-use super::{Hit, SearchIndex, resolve_limit, short};
+use super::{Hit, RankedHit, SearchIndex, SearchSettings, resolve_limit, short};
 use crate::config::SearchLimits;
 
 /// Most queries in one batch.
@@ -61,19 +69,27 @@ pub enum Request {
 }
 
 /// One group of a batch response.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct BatchGroup {
     /// The query as given.
     pub query: String,
     /// Ranked candidates.
     pub candidates: Vec<Hit>,
-    /// Set when candidates were dropped to fit the budget.
+    /// Allowed tools that matched the query (`answer.rs`).
+    pub matched: usize,
+    /// Set when fewer candidates are shown than matched: cut by the limit or by the budget.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub truncated: bool,
+    /// `select:` names that named no allowed tool.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub not_found: Vec<Missing>,
+    /// What the group covers, for the note (not serialized).
+    #[serde(skip)]
+    answer: Answer,
 }
 
 /// A batch response.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct BatchResponse {
     /// One group per query, in request order.
     pub results: Vec<BatchGroup>,
@@ -82,21 +98,153 @@ pub struct BatchResponse {
     pub truncated: bool,
 }
 
+/// The single form's answer: R-5.1's candidate array and what it covers.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Single {
+    /// The hits, best first.
+    pub hits: Vec<Hit>,
+    /// What the query covered (`None` for a blank query).
+    answer: Option<Answer>,
+}
+
+impl Single {
+    /// Allowed tools that matched.
+    pub fn matched(&self) -> usize {
+        self.answer.as_ref().map_or(0, |a| a.matched)
+    }
+
+    /// Whether fewer hits are shown than matched.
+    pub fn truncated(&self) -> bool {
+        self.answer
+            .as_ref()
+            .is_some_and(|a| a.truncated(self.hits.len()))
+    }
+
+    /// `select:` names that named no allowed tool.
+    pub fn not_found(&self) -> &[Missing] {
+        self.answer.as_ref().map_or(&[], |a| a.missing.as_slice())
+    }
+
+    /// Why each hit ranked where it did (score, tier, exact), hit by hit.
+    pub fn ranked(&self) -> &[RankedHit] {
+        self.answer.as_ref().map_or(&[], |a| a.ranked.as_slice())
+    }
+}
+
+/// A search answer as a model and a machine read it: the JSON, and beside it what it
+/// covers (see [`Response::render`]).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Searched {
+    /// R-5.1's JSON: the single form's hit array or the batch object.
+    pub body: Value,
+    /// The single form's `{matched, truncated, not_found?}` (a batch's groups carry theirs).
+    pub signal: Option<Value>,
+    /// The line for the model beside the body, when there is one.
+    pub note: Option<String>,
+}
+
+impl Searched {
+    /// The body as compact JSON with the note on a line of its own (a tool result's text).
+    pub fn text(&self) -> String {
+        match &self.note {
+            Some(note) => format!("{}\n{note}", self.body),
+            None => self.body.to_string(),
+        }
+    }
+}
+
 /// What a request yields.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub enum Response {
-    /// The single form's candidate array.
-    Hits(Vec<Hit>),
+    /// The single form.
+    Single(Single),
     /// The batch form.
     Batch(BatchResponse),
 }
 
 impl Response {
-    /// The JSON returned to the model.
+    /// The JSON returned to the model: the single form's candidate array, or the batch
+    /// object (which carries each group's `matched` and `truncated` itself).
     pub fn to_json(&self) -> Value {
         match self {
-            Response::Hits(hits) => serde_json::to_value(hits).unwrap_or(Value::Null),
+            Response::Single(single) => serde_json::to_value(&single.hits).unwrap_or(Value::Null),
             Response::Batch(batch) => serde_json::to_value(batch).unwrap_or(Value::Null),
+        }
+    }
+
+    /// What the answer covers, as JSON for machines: `{matched, truncated, not_found?}` for the
+    /// single form; `None` for a batch (its groups carry it).
+    pub fn signal(&self) -> Option<Value> {
+        let Response::Single(single) = self else {
+            return None;
+        };
+        let mut signal = Map::new();
+        signal.insert("matched".into(), single.matched().into());
+        signal.insert("truncated".into(), single.truncated().into());
+        if !single.not_found().is_empty() {
+            signal.insert(
+                "not_found".into(),
+                serde_json::to_value(single.not_found()).unwrap_or_default(),
+            );
+        }
+        Some(Value::Object(signal))
+    }
+
+    /// The answer as a model and a machine read it (`max_limit`: the max search limit, named in
+    /// the note's advice).
+    pub fn render(&self, max_limit: usize) -> Searched {
+        Searched {
+            body: self.to_json(),
+            signal: self.signal(),
+            note: self.note(max_limit),
+        }
+    }
+
+    /// The single form as one object, `{hits, matched, truncated, not_found?, note?}` (the CLI's
+    /// `search --json` and what a code cell's bridge receives); a batch as [`Response::to_json`]
+    /// plus its `note`, when there is one.
+    pub fn to_object(&self, max_limit: usize) -> Value {
+        let mut object = match (self.signal(), self.to_json()) {
+            (Some(Value::Object(mut signal)), hits) => {
+                signal.insert("hits".into(), hits);
+                signal
+            }
+            (_, Value::Object(batch)) => batch,
+            (_, other) => return other,
+        };
+        if let Some(note) = self.note(max_limit) {
+            object.insert("note".into(), note.into());
+        }
+        Value::Object(object)
+    }
+
+    /// The line a model reads beside the hits: for the single form always (how many matched,
+    /// whether all are shown, names not found); for a batch only when a group was cut or named
+    /// a missing tool. `None` for a blank query.
+    pub fn note(&self, max_limit: usize) -> Option<String> {
+        match self {
+            Response::Single(single) => single
+                .answer
+                .as_ref()
+                .map(|answer| answer.note(single.hits.len(), false, max_limit)),
+            Response::Batch(batch) => {
+                let lines: Vec<String> = batch
+                    .results
+                    .iter()
+                    .filter(|group| group.truncated || !group.not_found.is_empty())
+                    .map(|group| {
+                        let budget_cut = group.candidates.len() < group.answer.ranked.len();
+                        format!(
+                            "{:?}: {}",
+                            crate::config::input::echo(&group.query).to_string(),
+                            group
+                                .answer
+                                .note(group.candidates.len(), budget_cut, max_limit)
+                        )
+                    })
+                    .collect();
+                (!lines.is_empty()).then(|| lines.join("\n"))
+            }
         }
     }
 }
@@ -184,6 +332,9 @@ fn scalar_spec(
             "\"query\" is longer than {MAX_QUERY_CHARS} characters; search for the capability in a few words"
         )));
     }
+    if let Some(problem) = answer::select_error(&query, limits.max_limit()) {
+        return Err(error(problem));
+    }
     Ok(QuerySpec {
         query,
         limit: check_top_limit(limit, limits)?,
@@ -252,6 +403,9 @@ fn parse_batch_entries(
                 "queries[{i}].query is longer than {MAX_QUERY_CHARS} characters"
             )));
         }
+        if let Some(problem) = answer::select_error(query, limits.max_limit()) {
+            return Err(error(format!("queries[{i}]: {problem}")));
+        }
         let limit =
             resolve_limit(limit, limits).map_err(|e| error(format!("queries[{i}]: {e}")))?;
         out.push(QuerySpec {
@@ -288,30 +442,62 @@ fn check_batch(all: &[QuerySpec]) -> Result<(), BatchError> {
 }
 
 /// Runs a parsed request against an index.
-pub fn execute(index: &SearchIndex, request: &Request) -> Response {
+pub fn execute(index: &SearchIndex, request: &Request, limits: SearchLimits) -> Response {
+    let settings = SearchSettings::default();
+    let answer_of = |spec: &QuerySpec| {
+        answer::answer(
+            index,
+            &spec.query,
+            spec.limit,
+            limits.max_limit(),
+            &settings,
+        )
+    };
+    let hits_of = |answer: &Answer| -> Vec<Hit> {
+        answer
+            .ranked
+            .iter()
+            .filter_map(|ranked| index.hit(ranked.position))
+            .collect()
+    };
     match request {
-        Request::Empty => Response::Hits(Vec::new()),
-        Request::Single(spec) => Response::Hits(index.search(&spec.query, spec.limit)),
+        Request::Empty => Response::Single(Single {
+            hits: Vec::new(),
+            answer: None,
+        }),
+        Request::Single(spec) => {
+            let answer = answer_of(spec);
+            Response::Single(Single {
+                hits: hits_of(&answer),
+                answer: Some(answer),
+            })
+        }
         Request::Batch(specs) => {
-            let results = specs
+            let results: Vec<BatchGroup> = specs
                 .iter()
-                .map(|spec| BatchGroup {
-                    query: spec.query.clone(),
-                    candidates: index
-                        .search(&spec.query, spec.limit)
+                .map(|spec| {
+                    let answer = answer_of(spec);
+                    let candidates: Vec<Hit> = hits_of(&answer)
                         .into_iter()
                         .map(|mut hit| {
                             hit.description =
                                 compact_text(&hit.description, BATCH_DESCRIPTION_CHARS);
                             hit
                         })
-                        .collect(),
-                    truncated: false,
+                        .collect();
+                    BatchGroup {
+                        query: spec.query.clone(),
+                        matched: answer.matched,
+                        truncated: answer.truncated(candidates.len()),
+                        not_found: answer.missing.clone(),
+                        candidates,
+                        answer,
+                    }
                 })
                 .collect();
             let mut response = BatchResponse {
+                truncated: results.iter().any(|group| group.truncated),
                 results,
-                truncated: false,
             };
             fit_budget(&mut response, BATCH_BUDGET_CHARS);
             Response::Batch(response)
@@ -325,7 +511,7 @@ pub fn run(
     args: &Value,
     limits: SearchLimits,
 ) -> Result<Response, BatchError> {
-    Ok(execute(index, &parse(args, limits)?))
+    Ok(execute(index, &parse(args, limits)?, limits))
 }
 
 fn json_chars<T: Serialize>(value: &T) -> usize {

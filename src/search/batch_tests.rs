@@ -188,12 +188,30 @@ fn a_valid_query_that_matches_nothing_gives_an_empty_group() {
         panic!()
     };
     assert_eq!(response.results[1].candidates, vec![]);
-    assert!(!response.truncated);
+    assert_eq!(response.results[1].matched, 0);
+    assert!(!response.results[1].truncated);
+    // The limit cut the first group: `truncated` means fewer candidates than matched.
+    assert!(response.results[0].matched > 1);
+    assert!(response.results[0].truncated && response.truncated);
     let json = Response::Batch(response).to_json();
     assert!(
-        json.get("truncated").is_none(),
+        json["results"][1].get("truncated").is_none(),
         "flags appear only when set: {json}"
     );
+    assert_eq!(json["results"][1]["matched"], 0);
+}
+
+#[test]
+fn a_batch_that_is_not_cut_is_not_truncated() {
+    let index = wordy_index();
+    let request = json!({"queries": [{"query": "zzzz qqqq"}, {"query": "yyyy"}]});
+    let Response::Batch(response) = batch::run(&index, &request, limits()).unwrap() else {
+        panic!()
+    };
+    assert!(!response.truncated);
+    let response = Response::Batch(response);
+    assert!(response.to_json().get("truncated").is_none());
+    assert_eq!(response.note(20), None);
 }
 
 fn arbitrary_json() -> impl Strategy<Value = Value> {

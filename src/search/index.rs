@@ -336,6 +336,14 @@ impl SearchIndex {
         self.exact.folded(key)
     }
 
+    /// Positions of the allowed tools `query` names exactly (`exact.rs`), closer forms first,
+    /// then in view (id) order.
+    pub(crate) fn named(&self, query: &str) -> Vec<u32> {
+        let mut named = self.exact.named(query.trim());
+        named.sort_unstable_by_key(|&(position, form)| (form, position));
+        named.into_iter().map(|(position, _)| position).collect()
+    }
+
     /// Ranks the allowed tools for `query` and returns at most `limit` of them, with
     /// the default settings (typo tolerance and the lexicon on).
     pub fn rank(&self, query: &str, limit: usize) -> Vec<RankedHit> {

@@ -13,6 +13,8 @@
 //!   score, then id. A ranking also counts the allowed tools that matched ([`Ranking`]).
 //! - [`Hit`]: compact, prompt-safe results with signatures; untrusted tools get
 //!   `input: "unknown"` and no `output`.
+//! - [`answer`]: one query's answer — hits, how many allowed tools matched, whether the list
+//!   was cut, a note for the model — and the `select:NAME,…` form.
 //! - [`batch`]: the `tool_search` request parser and the 4,000-character budget.
 //! - [`lookup`]: describe, ambiguity errors and did-you-mean suggestions.
 //!
@@ -20,6 +22,7 @@
 //! Bounds: limits per [`crate::config::SearchLimits`] (default 8, max 20, ceiling 50).
 
 pub mod analyzer;
+pub mod answer;
 pub mod batch;
 #[doc(hidden)]
 pub mod bench;

@@ -30,7 +30,8 @@ use crate::gateway::{
 };
 use crate::policy::Policy;
 use crate::sandbox::{Bridge, CellResult, Limits, Outcome, Supervisor, SupervisorConfig};
-use crate::search::{Hit, IndexCache, RankedHit};
+use crate::search::IndexCache;
+use crate::search::batch::{Response, Searched};
 use crate::surface::{
     CodeAvailability, Dispatch, Format, PromptSection, Recovered, Surface, SurfaceError,
     SurfaceOptions, ToolDefinition,
@@ -40,9 +41,14 @@ use crate::telemetry::SessionLog;
 /// What the model sees for one of its tool calls.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Reply {
-    /// Success: exactly the JSON the model reads (search hits, a description, a call's
-    /// envelope `{tool, result}`, a code cell's `{ok: true, value, logs, telemetry}`).
+    /// Success: exactly the JSON the model reads (a description, a call's envelope
+    /// `{tool, result}`, a code cell's `{ok: true, value, logs, telemetry}`).
     Ok(Value),
+    /// A search answer: R-5.1's JSON (`body`) and, beside it, what the answer covers — a line
+    /// for the model (`note`: "8 of 37 matching tools shown; …") and the same for machines
+    /// (`signal`: `{matched, truncated, not_found?}`, single form). The model reads the body's
+    /// text with the note on a line of its own.
+    Searched(Searched),
     /// Failure: exactly the JSON the model reads (`{"error": {kind, message}}`, or a failed
     /// cell's `{ok: false, error, logs, telemetry}`) and what kind of failure it is.
     Failed {
@@ -95,6 +101,7 @@ impl Reply {
     pub fn body(&self) -> Value {
         match self {
             Reply::Ok(body) | Reply::Failed { body, .. } => body.clone(),
+            Reply::Searched(searched) => searched.body.clone(),
             Reply::ClientCall(call) => json!({"client_call": call}),
             Reply::Recovered { reply, .. } => reply.body(),
         }
@@ -105,6 +112,7 @@ impl Reply {
     pub fn text(&self) -> String {
         match self {
             Reply::Ok(body) | Reply::Failed { body, .. } => body.to_string(),
+            Reply::Searched(searched) => searched.text(),
             Reply::ClientCall(_) => self.body().to_string(),
             Reply::Recovered { reply, recovered } => {
                 format!("{}\n{}", reply.text(), recovered.hint)
@@ -155,6 +163,7 @@ impl From<Dispatch> for Reply {
     fn from(dispatch: Dispatch) -> Reply {
         match dispatch {
             Dispatch::Result(value) => Reply::Ok(value),
+            Dispatch::Searched(searched) => Reply::Searched(searched),
             Dispatch::Done(envelope) => Reply::Ok(envelope.to_json()),
             Dispatch::ClientCall(call) => Reply::ClientCall(call),
             Dispatch::Cell(result) => Reply::cell(&result),
@@ -575,18 +584,16 @@ impl Session {
 
     /// `tool_search` whatever the mode (CLI and embedders): `{query, limit?}` or `{queries}`.
     pub fn search(&self, arguments: &Value) -> Reply {
-        match self.inner.gateway.search(arguments) {
-            Ok(value) => Reply::Ok(value),
+        let gateway = &self.inner.gateway;
+        match gateway.search(arguments) {
+            Ok(response) => Reply::Searched(response.render(gateway.search_limits().max_limit())),
             Err(error) => self.failed(error),
         }
     }
 
-    /// One query's ranking with scores and tiers (`toolsearch search --explain`).
-    pub fn explain(
-        &self,
-        query: &str,
-        limit: Option<&Value>,
-    ) -> Result<Vec<(Hit, RankedHit)>, Reply> {
+    /// One query searched as `tool_search` searches it, with each hit's ranking detail
+    /// (`toolsearch search`).
+    pub fn explain(&self, query: &str, limit: Option<&Value>) -> Result<Response, Reply> {
         self.inner
             .gateway
             .explain(query, limit)

@@ -671,10 +671,7 @@ impl Surface {
     ) -> Dispatch {
         let mut recovered = None;
         let dispatched = match self.target_of(name) {
-            Some(Target::Control(Control::Search)) => match gateway.search(arguments) {
-                Ok(value) => Dispatch::Result(value),
-                Err(error) => Dispatch::Failed(error),
-            },
+            Some(Target::Control(Control::Search)) => searched(gateway, arguments),
             Some(Target::Control(Control::Describe)) => match gateway.describe(arguments) {
                 Ok(value) => Dispatch::Result(value),
                 Err(error) => Dispatch::Failed(error),
@@ -787,10 +784,7 @@ impl Surface {
             let dispatched = match plan.op {
                 recover::Op::Search => {
                     let request = crate::sandbox::search_request(plan.first(), plan.second());
-                    match gateway.search(&request) {
-                        Ok(value) => Dispatch::Result(value),
-                        Err(error) => Dispatch::Failed(error),
-                    }
+                    searched(gateway, &request)
                 }
                 recover::Op::Describe => match gateway.describe(&plan.first()) {
                     Ok(value) => Dispatch::Result(value),
@@ -855,8 +849,10 @@ impl Surface {
 /// The result of dispatching one model call. Errors are worded for the surface.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Dispatch {
-    /// A control's JSON result (search hits, a description).
+    /// A control's JSON result (a description).
     Result(Value),
+    /// A search answer: the hits and what they cover.
+    Searched(crate::search::batch::Searched),
     /// A tool ran; its envelope.
     Done(Envelope),
     /// A client tool: the application runs it and completes the call.
@@ -868,6 +864,14 @@ pub enum Dispatch {
     /// A call in the wrong shape ran as its structured equivalent: that equivalent's outcome
     /// (never itself `Recovered`), and what was recovered.
     Recovered(Box<Dispatch>, Recovered),
+}
+
+/// `tool_search` as a dispatch: the answer rendered for the model, or the error.
+fn searched(gateway: &Gateway, arguments: &Value) -> Dispatch {
+    match gateway.search(arguments) {
+        Ok(response) => Dispatch::Searched(response.render(gateway.search_limits().max_limit())),
+        Err(error) => Dispatch::Failed(error),
+    }
 }
 
 /// Counts and logs one recovered call: the name the model called, how it was recognised, what

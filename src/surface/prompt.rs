@@ -1,6 +1,7 @@
 //! The fixed texts the model sees: control-tool descriptions and schemas, and the short
 //! system-prompt notes per mode. Written for models: the workflow, English queries, the
-//! `{id, args}` wrapper, batch queries, and that hidden names are not callable in tools mode.
+//! `{id, args}` wrapper, batch queries, exact names and `select:`, the partial-result note, and
+//! that hidden names are not callable in tools mode.
 //! Nothing here depends on the run (no ids, no user text), so prompts stay cache-stable.
 
 use serde_json::{Value, json};
@@ -8,14 +9,14 @@ use serde_json::{Value, json};
 use crate::config::SearchLimits;
 
 pub(crate) fn tool_search_description() -> &'static str {
-    "Search the tool catalog for tools that can do something. Query with a few English words naming the capability (\"create calendar event\", \"convert currency\"), not the user's whole message; translate non-English requests first. Returns compact hits: id, name, description and a TypeScript-style `input` signature (\"unknown\" when you must tool_describe first). To look for several capabilities at once, send {\"queries\": [{\"query\": \"...\"}, {\"query\": \"...\"}]} (up to 16) instead of {\"query\": \"...\"}. Then run a hit with tool_call {\"id\": <hit id>, \"args\": {...}}."
+    "Search the tool catalog for tools that can do something. Query with a few English words naming the capability (\"create calendar event\", \"convert currency\"), not the user's whole message; translate non-English requests first. Returns compact hits: id, name, description and a TypeScript-style `input` signature (\"unknown\" when you must tool_describe first), then a line saying how many tools matched and whether all are shown (\"8 of 37 matching tools shown\": refine the query or raise limit to see more). A tool's exact name finds it first; \"select:name_a,name_b\" returns exactly those tools, in order. To look for several capabilities at once, send {\"queries\": [{\"query\": \"...\"}, {\"query\": \"...\"}]} (up to 16) instead of {\"query\": \"...\"}. Then run a hit with tool_call {\"id\": <hit id>, \"args\": {...}}."
 }
 
 pub(crate) fn tool_search_parameters(limits: SearchLimits) -> Value {
     json!({
         "type": "object",
         "properties": {
-            "query": {"type": "string", "description": "A few English words naming the capability to find."},
+            "query": {"type": "string", "description": "A few English words naming the capability to find, a tool's name, or \"select:name_a,name_b\" for exactly those tools."},
             "limit": {"type": "integer", "minimum": 1, "maximum": limits.max_limit(), "description": format!("How many hits (default {}).", limits.default_limit())},
             "queries": {
                 "type": "array",
@@ -67,7 +68,7 @@ pub(crate) fn tool_call_parameters() -> Value {
 
 pub(crate) fn tool_search_code_description(timeout_ms: u128) -> String {
     format!(
-        "Run a short JavaScript body (it is the body of an async function: use await, and return the value you want back) against the tool catalog:\n- await openclaw.tools.search(query, {{limit}}) → [{{id, name, description, input, output?}}] (query: a few English words)\n- await openclaw.tools.describe(id) → the hit plus input_schema and output_schema\n- await openclaw.tools.call(id, args) → {{tool, result}}; JSON results are in result.details\nconsole.log/warn/error output comes back with the result. Nothing else exists: no require/import, fetch, timers, files, network or environment. Calls that are not awaited never run. Time limit {} s.",
+        "Run a short JavaScript body (it is the body of an async function: use await, and return the value you want back) against the tool catalog:\n- await openclaw.tools.search(query, {{limit}}) → [{{id, name, description, input, output?}}] (query: a few English words, a tool's name, or \"select:name_a,name_b\" for exactly those tools); the array's .matched counts the matching tools and .truncated is true when not all are shown (a note in the logs says so too)\n- await openclaw.tools.describe(id) → the hit plus input_schema and output_schema\n- await openclaw.tools.call(id, args) → {{tool, result}}; JSON results are in result.details\nconsole.log/warn/error output comes back with the result. Nothing else exists: no require/import, fetch, timers, files, network or environment. Calls that are not awaited never run. Time limit {} s.",
         timeout_ms / 1000
     )
 }

@@ -283,8 +283,10 @@ fn scenario_in_every_mode() {
                 assert_eq!(names, vec!["tool_search", "tool_describe", "tool_call"]);
                 let search = lane.run.calls[0].arguments["queries"].as_array().unwrap();
                 assert_eq!(search.len(), 2);
-                let result: Value =
-                    serde_json::from_str(tool_results[0]["content"].as_str().unwrap()).unwrap();
+                let text = tool_results[0]["content"].as_str().unwrap();
+                let (json, note) = text.split_once('\n').unwrap();
+                let result: Value = serde_json::from_str(json).unwrap();
+                assert!(is_search_note(note), "{note}");
                 assert_eq!(result["results"].as_array().unwrap().len(), 2, "two groups");
             }
             Mode::Code => assert_eq!(names, vec!["tool_search_code"], "{label}"),
@@ -1203,7 +1205,8 @@ fn assert_completed(lane: &Lane, label: &str, recovered: &[&str]) {
         .iter()
         .filter(|m| m["role"] == "tool")
         .filter_map(|m| m["content"].as_str())
-        .filter_map(|text| text.split_once('\n').map(|(_, hint)| hint))
+        // After the JSON: a search's note (how many tools matched), then a recovered call's hint.
+        .filter_map(|text| text.lines().skip(1).find(|line| !is_search_note(line)))
         .collect();
     assert_eq!(hints.len(), recovered.len(), "{label}: {hints:?}");
     for hint in hints {
@@ -1454,4 +1457,16 @@ fn cli_agent_json_reports_recovered_calls() {
         .unwrap();
     assert_eq!(bad.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&bad.stderr).contains("bridge-names"));
+}
+
+/// Whether a line is the note a search answer carries beside its hits.
+fn is_search_note(line: &str) -> bool {
+    [
+        "matching tool",
+        "selected tool",
+        "No tool matched",
+        "no tool is named",
+    ]
+    .iter()
+    .any(|words| line.contains(words))
 }

@@ -4,21 +4,86 @@ use serde_json::Value;
 use crate::support::{shared, stderr, stdout, toolsearch};
 
 #[test]
-fn search_json_is_an_array_of_compact_hits() {
-    let out = toolsearch(&["search", "scheduling", "--limit", "3", "--json"]);
+fn search_json_is_compact_hits_with_what_they_cover() {
+    let out = toolsearch(&["search", "stock quote", "--limit", "3", "--json"]);
     assert!(out.status.success(), "{}", stderr(&out));
-    let hits: Value = serde_json::from_str(&stdout(&out)).unwrap();
-    let hits = hits.as_array().unwrap();
+    let answer: Value = serde_json::from_str(&stdout(&out)).unwrap();
+    let hits = answer["hits"].as_array().unwrap();
     assert!(!hits.is_empty() && hits.len() <= 3);
     for key in ["id", "name", "source", "owner", "description", "input"] {
         assert!(hits[0].get(key).is_some(), "missing {key}: {}", hits[0]);
     }
+    // More tools match "stock quote" than 3: the list is cut and says so.
+    let matched = answer["matched"].as_u64().unwrap();
+    assert!(matched > 3, "{answer}");
+    assert_eq!(answer["truncated"], true);
+    assert_eq!(
+        answer["note"],
+        format!(
+            "3 of {matched} matching tools shown; refine the query or raise limit (at most 20)."
+        )
+    );
+    // The same query with a limit above the matches: not cut.
+    let out = toolsearch(&["search", "stock quote", "--limit", "20", "--json"]);
+    let all: Value = serde_json::from_str(&stdout(&out)).unwrap();
+    assert_eq!(all["matched"], answer["matched"]);
+    assert!(matched < 20, "{all}");
+    assert_eq!(all["truncated"], false);
+    assert_eq!(all["hits"].as_array().unwrap().len() as u64, matched);
+    assert_eq!(all["note"], format!("All {matched} matching tools shown."));
+    // Without --json the note closes the list.
+    let out = toolsearch(&["search", "stock quote", "--limit", "3"]);
+    assert!(
+        stdout(&out)
+            .trim_end()
+            .ends_with("raise limit (at most 20)."),
+        "{}",
+        stdout(&out)
+    );
+}
+
+#[test]
+fn search_select_loads_named_tools_in_order() {
+    let out = toolsearch(&[
+        "search",
+        "select:send_email, plugin:units:convert_units,send_email, no_such_tool",
+        "--json",
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let answer: Value = serde_json::from_str(&stdout(&out)).unwrap();
+    let ids: Vec<&str> = answer["hits"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|hit| hit["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        ids,
+        ["plugin:mail:send_email", "plugin:units:convert_units"]
+    );
+    assert_eq!(answer["matched"], 2);
+    assert_eq!(answer["truncated"], false);
+    assert_eq!(answer["not_found"][0]["name"], "no_such_tool");
+    let too_many = format!(
+        "select:{}",
+        (0..21)
+            .map(|i| format!("t{i}"))
+            .collect::<Vec<_>>()
+            .join(",")
+    );
+    let out = toolsearch(&["search", &too_many]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        stderr(&out).contains("at most 20 names"),
+        "{}",
+        stderr(&out)
+    );
 }
 
 #[test]
 fn describe_json_is_an_object_or_an_array() {
     let one = toolsearch(&["search", "web", "--json"]);
-    let hits: Value = serde_json::from_str(&stdout(&one)).unwrap();
+    let hits: Value = serde_json::from_str::<Value>(&stdout(&one)).unwrap()["hits"].clone();
     let first = hits[0]["id"].as_str().unwrap().to_string();
     let second = hits[1]["id"].as_str().unwrap().to_string();
 
@@ -76,7 +141,7 @@ fn skipped_catalog_lines_are_counted_on_stderr_and_do_not_fail() {
         "{}",
         stderr(&out)
     );
-    let hits: Value = serde_json::from_str(&stdout(&out)).unwrap();
+    let hits: Value = serde_json::from_str::<Value>(&stdout(&out)).unwrap()["hits"].clone();
     assert_eq!(hits[0]["id"], "plugin:tools:alpha_tool");
 
     std::fs::write(&path, "not json\n").unwrap();
@@ -421,7 +486,7 @@ fn an_endless_catalog_stops_at_its_bound_and_bad_utf8_lines_are_skipped_by_numbe
         "--json",
     ]);
     assert!(out.status.success(), "{}", stderr(&out));
-    let hits: Value = serde_json::from_str(&stdout(&out)).unwrap();
+    let hits: Value = serde_json::from_str::<Value>(&stdout(&out)).unwrap()["hits"].clone();
     assert_eq!(hits.as_array().unwrap().len(), 2, "{hits}");
     assert!(
         stderr(&out).contains("line 2") && stderr(&out).contains("not UTF-8"),

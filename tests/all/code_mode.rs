@@ -44,8 +44,14 @@ fn the_walkthrough_cell_takes_the_gateway_path_and_is_logged() {
     assert_eq!(result["ok"], true, "{result}");
     assert_eq!(result["value"]["tool"], "plugin:units:convert_units");
     assert!((result["value"]["miles"].as_f64().unwrap() - 6.2137).abs() < 1e-3);
+    // The search's list was cut by its limit: its note is logged, then the cell's own line.
+    let note = result["logs"][0]["text"].as_str().unwrap();
+    assert!(
+        note.starts_with("[openclaw.tools.search] ") && note.contains("matching tools shown"),
+        "{note}"
+    );
     assert_eq!(
-        result["logs"][0]["text"],
+        result["logs"][1]["text"],
         "using plugin:units:convert_units: { from_unit: string; to_unit: string; value: number }"
     );
     assert_eq!(result["telemetry"]["bridge_calls"], 3);

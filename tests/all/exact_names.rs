@@ -302,6 +302,6 @@ fn exact_names_hold_in_the_cli() {
     ]);
     let stdout = crate::support::stdout(&out);
     assert!(out.status.success(), "{stdout}");
-    let hits: serde_json::Value = serde_json::from_str(&stdout).unwrap();
-    assert_eq!(hits[0]["name"], camel.as_str(), "{stdout}");
+    let answer: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+    assert_eq!(answer["hits"][0]["name"], camel.as_str(), "{stdout}");
 }

@@ -234,7 +234,10 @@ fn trusted_schemas_that_do_not_compile_fail_closed_but_stay_searchable() {
         assert_eq!(kind, ErrorKind::BrokenSchema);
         assert!(message.contains("input schema is invalid"), "{message}");
         assert!(gw.describe(&json!({"id": "bad_schema"})).is_ok());
-        let found = gw.search(&json!({"query": "invalid schema"})).unwrap();
+        let found = gw
+            .search(&json!({"query": "invalid schema"}))
+            .unwrap()
+            .to_json();
         assert_eq!(found[0]["id"], "plugin:p:bad_schema");
 
         // Clear draft-04 intent is normalized: 0 is excluded, 0.5 is fine.
@@ -406,7 +409,7 @@ fn a_denied_tool_answers_exactly_like_an_unknown_one() {
 fn a_tool_removed_between_search_and_call_fails() {
     let rt = rt();
     let gw = gateway(catalog(vec![tool("p", "ephemeral", |_| Ok(json!(1)))]));
-    let found = gw.search(&json!({"query": "ephemeral"})).unwrap();
+    let found = gw.search(&json!({"query": "ephemeral"})).unwrap().to_json();
     let id = found[0]["id"].as_str().unwrap().to_string();
     gw.replace_snapshot(catalog(vec![])).unwrap();
     let (kind, message) = error(&rt.block_on(gw.call_tool(&id, json!({}))));
@@ -799,6 +802,9 @@ fn unknown_fields_and_long_limits_get_a_bounded_error() {
             "{error}"
         );
     }
-    let found = gw.search(&json!({"query": "calendar event"})).unwrap();
+    let found = gw
+        .search(&json!({"query": "calendar event"}))
+        .unwrap()
+        .to_json();
     assert!(found[0]["id"].is_string(), "{found}");
 }

@@ -11,6 +11,8 @@ mod exact_names;
 mod policy;
 /// Ranking, seed examples, limits.
 mod search;
+/// `select:` and the partial-result signal of search answers, per surface.
+mod search_answer;
 /// Shared helpers: reference data location, running the binary.
 mod support;
 

@@ -860,6 +860,49 @@ fn http_serve_answers_sessionless_calls_with_json_and_bounds_only_sessions() {
 }
 
 #[test]
+fn serve_puts_the_search_note_beside_the_hits() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = config_file(dir.path(), json!({}));
+    let serve = Serve::http(&config, "tools", &[]);
+    let url = serve.url.clone().unwrap();
+    let search = |arguments: Value| {
+        let answer = sessionless(
+            &url,
+            "tools/call",
+            Some("tool_search"),
+            json!({"name": "tool_search", "arguments": arguments}),
+        );
+        assert_ne!(answer["result"]["isError"], true, "{answer}");
+        answer["result"].clone()
+    };
+    // Cut by the limit: the hits as shapes them, then the note in a block of its own.
+    let cut = search(json!({"query": "stock quote", "limit": 2}));
+    let content = cut["content"].as_array().unwrap();
+    assert_eq!(content.len(), 2, "{cut}");
+    let hits: Value = serde_json::from_str(content[0]["text"].as_str().unwrap()).unwrap();
+    assert_eq!(hits.as_array().map(Vec::len), Some(2), "{cut}");
+    let matched = cut["structuredContent"]["matched"].as_u64().unwrap();
+    assert!(matched > 2, "{cut}");
+    assert_eq!(cut["structuredContent"]["truncated"], true);
+    assert_eq!(cut["structuredContent"]["result"], hits);
+    assert_eq!(
+        content[1]["text"],
+        format!(
+            "2 of {matched} matching tools shown; refine the query or raise limit (at most 20)."
+        )
+    );
+    // Not cut.
+    let whole = search(json!({"query": "stock quote", "limit": 20}));
+    assert_eq!(whole["structuredContent"]["truncated"], false);
+    assert_eq!(whole["structuredContent"]["matched"], matched);
+    assert_eq!(
+        whole["content"][1]["text"],
+        format!("All {matched} matching tools shown.")
+    );
+    serve.stop();
+}
+
+#[test]
 fn http_serve_validates_hosts_sessions_and_tokens() {
     let dir = tempfile::tempdir().unwrap();
     let config = config_file(dir.path(), json!({"test": test_server(&[])}));

@@ -111,6 +111,22 @@ proptest! {
             for (id, _, _) in &a {
                 prop_assert!(!denied.contains(id));
             }
+            // Every search answer, what it says it covers included, is the same: single and
+            // batch forms, cut by the limit or not, and `select:` naming denied tools.
+            let mut requests = vec![
+                json!({"query": query, "limit": 2}),
+                json!({"query": query, "limit": 20}),
+                json!({"queries": [{"query": query, "limit": 1}, {"query": "event"}]}),
+            ];
+            let mut named: Vec<&str> = denied.iter().map(String::as_str).take(4).collect();
+            named.push(query);
+            named.push("send_message");
+            requests.push(json!({"query": format!("select:{}", named.join(","))}));
+            for request in &requests {
+                let a = narrowed_gateway.search(request).map(|r| r.render(20)).map_err(|e| e.message);
+                let b = only_allowed_gateway.search(request).map(|r| r.render(20)).map_err(|e| e.message);
+                prop_assert_eq!(&a, &b, "request {}", request);
+            }
             // Suggestions and lookups see allowed tools only, and answer the same way.
             let la = describe(&narrowed_gateway, query);
             let lb = describe(&only_allowed_gateway, query);

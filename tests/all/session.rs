@@ -226,8 +226,7 @@ fn one_config_gives_every_entry_point_the_same_limits() {
         args.extend_from_slice(extra);
         let out = toolsearch(&args);
         assert!(out.status.success(), "{}", stderr(&out));
-        serde_json::from_str::<Value>(&stdout(&out))
-            .unwrap()
+        serde_json::from_str::<Value>(&stdout(&out)).unwrap()["hits"]
             .as_array()
             .unwrap()
             .len()
