@@ -75,6 +75,8 @@ pub use sandbox::{
     CellResult, CellTelemetry, GatewayBridge, LimitKind, Limits, LogLevel, LogLine, Outcome,
     PollWhen, Polling, SandboxError, Supervisor, SupervisorConfig,
 };
+pub use search::answer::Missing as MissingName;
+pub use search::batch::{Response as SearchResponse, Searched, Single as SingleSearch};
 pub use search::{Hit, IndexCache, IndexStats, RankedHit, Ranking, SearchIndex, SearchSettings};
 pub use session::{Reply, Session, SessionBuilder, SessionError};
 pub use signature::{Bounds as SignatureBounds, Signature, input_signature, output_signature};

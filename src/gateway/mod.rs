@@ -512,7 +512,7 @@ impl Gateway {
     }
 
     /// One query searched as `tool_search` searches it (`limit`, `select:` included);
-    /// its [`batch::Single`] also carries each hit's ranking detail (`toolsearch search`).
+    /// its [`SingleSearch`](crate::SingleSearch) also carries each hit's ranking detail (`toolsearch search`).
     pub fn explain(
         &self,
         query: &str,

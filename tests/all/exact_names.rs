@@ -47,6 +47,8 @@ pub fn pooled_eval_catalogs() -> CatalogSnapshot {
                 tool.owner = set.to_string();
                 tool.id = tool_id(tool.source, &tool.owner, &tool.name);
             }
+            let key = tool.external_id.clone().unwrap_or_else(|| tool.id.clone());
+            tool.external_id = Some(format!("{set}:{key}"));
             tools.push(tool);
         }
     }
