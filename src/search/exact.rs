@@ -199,7 +199,12 @@ impl ExactKeys {
         if !spaced_query.is_empty() {
             add(self.spaced.get(&spaced_query), Form::Spaced);
             add(self.words.get(&spaced_query), Form::Words);
-            let word_query = words(query);
+            // Without a capital there is no camelCase: the words are the spaced form.
+            let word_query = if query.chars().any(char::is_uppercase) {
+                words(query)
+            } else {
+                spaced_query.clone()
+            };
             if word_query != spaced_query {
                 add(self.spaced.get(&word_query), Form::Words);
                 add(self.words.get(&word_query), Form::Words);
