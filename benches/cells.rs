@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use criterion::{Criterion, criterion_group, criterion_main};
 use toolsearch::Gateway;
-use toolsearch::bench::{self, FixtureBridge, NodeScript};
+use toolsearch::lab::cells::{self as bench, FixtureBridge, NodeScript};
 use toolsearch::{Bridge, CellOptions, GatewayBridge, Outcome, Supervisor, SupervisorConfig};
 
 /// The cell: the README's walkthrough on the demo catalog.

@@ -6,7 +6,7 @@
 //! `query_typo` uses the first words of the same queries with the longest word misspelled (two
 //! inner letters swapped, or one dropped); `query_non_english` cycles through Chinese, German,
 //! French and Indonesian requests written for this bench. Every timed loop checks its result,
-//! so a broken path cannot look fast. The workload is `toolsearch::bench::search`'s, the same as
+//! so a broken path cannot look fast. The workload is `toolsearch::lab::search`'s, the same as
 //! `toolsearch bench search` (which reports per-query p50/p99 rather than criterion's means).
 
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
@@ -17,7 +17,7 @@ use std::time::Duration;
 
 use criterion::{BenchmarkId, Criterion, criterion_group, criterion_main};
 use serde_json::json;
-use toolsearch::bench::search::{NON_ENGLISH, PLAIN, Workload};
+use toolsearch::lab::search::{NON_ENGLISH, PLAIN, Workload};
 use toolsearch::{Authorized, Gateway, IndexCache, Policy, SearchIndex};
 
 fn eval_dir() -> std::path::PathBuf {

@@ -1039,6 +1039,7 @@ pub mod input {
     /// A catalog file, at most.
     pub const MAX_CATALOG_BYTES: u64 = 256 * 1024 * 1024;
     /// A query file (eval), at most.
+    #[cfg(feature = "lab")]
     pub const MAX_QUERY_FILE_BYTES: u64 = 64 * 1024 * 1024;
     /// Nesting of arrays and objects in a config or policy document, at most.
     pub const MAX_DOCUMENT_DEPTH: usize = 64;

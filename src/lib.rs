@@ -39,16 +39,18 @@ mod surface;
 mod session;
 // MCP both ways: upstream servers as tool sources, and serve mode.
 mod mcp;
-// An adapter over a session: the agent loop against an OpenAI-compatible provider, the
-// scripted mock provider, the payload and real-model benchmarks.
+// An adapter over a session: the agent loop against an OpenAI-compatible provider.
 mod agent;
+// The measurement wing: benches, the eval runner, the scripted mock provider and its scenarios,
+// the load client (feature `lab`, on by default).
+#[cfg(feature = "lab")]
+pub mod lab;
 // The command line (an adapter over `Session`).
 mod cli;
 
 pub use agent::{
-    Agent, AgentOptions, AgentRun, CallRecord, CallStatus, CallStyle, Fault, MockError,
-    MockProvider, MockScenario, ProviderConfig, ProviderError, RecordedRequest, RequestRecord,
-    SmallModel, StopReason,
+    Agent, AgentOptions, AgentRun, CallRecord, CallStatus, CallStyle, ProviderConfig,
+    ProviderError, RequestRecord, StopReason,
 };
 pub use catalog::file::{
     FileError as CatalogFileError, LineIssue, LoadedFile, load as load_catalog_file,
@@ -95,25 +97,6 @@ pub fn run_cli() -> std::process::ExitCode {
 #[cfg(feature = "fuzzing")]
 #[doc(hidden)]
 pub mod fuzzing;
-
-#[doc(hidden)]
-/// The benchmarks' workloads: the sandbox's cells (`toolsearch bench cells`, `benches/cells.rs`),
-/// search latency, the agent scenario.
-pub mod bench {
-    pub use crate::sandbox::bench::*;
-
-    /// The query-latency workload (`toolsearch bench search`, `benches/search.rs`).
-    pub mod search {
-        pub use crate::search::bench::*;
-    }
-
-    /// The agent benchmarks (`toolsearch bench payload`, `toolsearch bench agent`) and their
-    /// scenario: synthetic catalogs, the release-order target, its executions.
-    pub mod agent {
-        pub use crate::agent::bench::*;
-        pub use crate::agent::scenario::*;
-    }
-}
 
 /// Runs a role of this binary if this process was started as one: the sandbox's zygote, or the
 /// supervisor of an MCP upstream (`mcp/supervise.rs`).

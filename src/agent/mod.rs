@@ -1,6 +1,6 @@
 //! The agent loop: an adapter that runs one [`Session`] against an OpenAI-compatible
-//! `/v1/chat/completions` provider, plus the scripted mock provider and the benchmarks built on
-//! both (SPEC ).
+//! `/v1/chat/completions` provider (SPEC ). The scripted mock provider and
+//! the benchmarks built on this loop live in the measurement wing (`lab`).
 //!
 //! Owns: the conversation (system prompt = the caller's text + the session's prompt sections,
 //! the user's prompt, assistant turns, tool results), the request per turn (the session's
@@ -36,14 +36,9 @@
 //! [`StopReason::RunTimeout`]; time spent waiting for the application to run a client tool
 //! does not count). Defaults: `config::AGENT_*`.
 
-pub mod bench;
 mod lenient;
-mod mock;
 mod provider;
-pub mod scenario;
-mod script;
 
-pub use mock::{Fault, MockError, MockProvider, MockScenario, RecordedRequest, SmallModel};
 pub use provider::{ProviderConfig, ProviderError};
 
 use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};

@@ -1,25 +1,21 @@
-//! `toolsearch agent` (one run against a provider), `toolsearch mock-provider` (the scripted
-//! provider), `toolsearch bench payload` and `toolsearch bench agent`.
+//! `toolsearch agent` (one run against a provider), and the arguments of `toolsearch bench
+//! agent`, which shares the provider flags and runs in the measurement wing.
 //!
 //! Model text and provider errors are untrusted: control characters are stripped before they
 //! reach the terminal.
 
 use std::io::Write;
-use std::net::SocketAddr;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Duration;
 
-use anyhow::{Context, Result, bail};
+use anyhow::{Context, Result};
 use clap::{Args, ValueEnum};
-use serde_json::{Value, json};
+use serde_json::json;
 
-use super::{CatalogArgs, ConfigArgs, runtime, session, with_session};
-use crate::agent::bench::{self, AgentRow, BenchCatalog, PayloadRow};
-use crate::agent::{
-    Agent, AgentOptions, Fault, MockProvider, MockScenario, ProviderConfig, SmallModel, StopReason,
-};
+use super::{CatalogArgs, ConfigArgs, session, with_session};
+use crate::agent::{Agent, AgentOptions, ProviderConfig, StopReason};
 use crate::config::{AgentLimits, Mode};
 use crate::gateway::GlobApprovals;
 use crate::sandbox::strip_controls;
@@ -242,259 +238,8 @@ pub(super) fn agent(args: AgentArgs) -> Result<ExitCode> {
     }
 }
 
-#[derive(Debug, Args)]
-pub(super) struct MockArgs {
-    /// Address to listen on (port 0 picks a free one). The first stdout line is the base URL.
-    #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:0")]
-    listen: SocketAddr,
-    /// Listen on a non-loopback address.
-    #[arg(long)]
-    allow_remote: bool,
-    /// The tool the scripted model is after: a name or an id.
-    #[arg(long, value_name = "NAME", default_value = "convert_units")]
-    target: String,
-    /// The arguments it calls the target with (a JSON object).
-    #[arg(
-        long,
-        value_name = "JSON",
-        default_value = r#"{"value": 10, "from_unit": "km", "to_unit": "mi"}"#
-    )]
-    args: String,
-    /// The queries of the batched tool_search (1–16).
-    #[arg(long, value_name = "QUERY", num_args = 1..=16, default_values_t = ["convert units".to_string(), "length km to miles".to_string()])]
-    queries: Vec<String>,
-    /// Faults for the first requests, in order (comma-separated): 500, 429 (any 400–599),
-    /// malformed, unknown-tool, bad-args, stall, stall:SECONDS, flood:CALLS (one answer with
-    /// that many calls), duplicate-ids (two calls under one id).
-    #[arg(long, value_name = "LIST", value_delimiter = ',')]
-    faults: Vec<String>,
-    /// Play the first move on every request (a model stuck repeating a call).
-    #[arg(long)]
-    repeat_forever: bool,
-    /// Write calls as text in content (<tool_call> blocks and fenced JSON), like small models.
-    #[arg(long)]
-    text_calls: bool,
-    /// Get the controls' shape wrong like a small model: bridge-names, bare-names,
-    /// structured-controls, fenced-code or no-return.
-    #[arg(long, value_name = "BEHAVIOUR")]
-    small_model: Option<String>,
-}
-
-pub(super) fn mock_provider(args: MockArgs) -> Result<ExitCode> {
-    let arguments: Value = serde_json::from_str(&args.args)
-        .with_context(|| format!("--args is not valid JSON: {}", args.args))?;
-    if !arguments.is_object() {
-        bail!("--args must be a JSON object");
-    }
-    let faults = args
-        .faults
-        .iter()
-        .filter(|f| !f.trim().is_empty())
-        .map(|f| {
-            Fault::parse(f).with_context(|| {
-                format!("invalid fault {f:?}: expected 500, 429, malformed, unknown-tool, bad-args, stall, stall:SECONDS, flood:CALLS or duplicate-ids")
-            })
-        })
-        .collect::<Result<Vec<_>>>()?;
-    let small_model = match &args.small_model {
-        Some(name) => Some(SmallModel::parse(name).with_context(|| {
-            format!(
-                "invalid --small-model {name:?}: expected bridge-names, bare-names, structured-controls, fenced-code or no-return"
-            )
-        })?),
-        None => None,
-    };
-    let scenario = MockScenario {
-        target: args.target.clone(),
-        arguments,
-        queries: args.queries.clone(),
-        faults,
-        repeat_forever: args.repeat_forever,
-        text_calls: args.text_calls,
-        small_model,
-    };
-    runtime()?.block_on(async {
-        let mock = if args.allow_remote {
-            MockProvider::start_any_address(args.listen, scenario).await?
-        } else {
-            MockProvider::start(args.listen, scenario).await?
-        };
-        {
-            let mut out = std::io::stdout().lock();
-            writeln!(out, "{}", mock.url())?;
-            out.flush()?;
-        }
-        eprintln!(
-            "toolsearch: mock provider at {}/v1/chat/completions (debug: GET {}/debug/requests); Ctrl-C stops it",
-            mock.url(),
-            mock.url()
-        );
-        wait_for_signal().await;
-        mock.shutdown().await;
-        anyhow::Ok(())
-    })?;
-    Ok(ExitCode::SUCCESS)
-}
-
-async fn wait_for_signal() {
-    let mut terminate =
-        tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).ok();
-    tokio::select! {
-        _ = tokio::signal::ctrl_c() => {}
-        _ = async {
-            match terminate.as_mut() {
-                Some(signal) => { signal.recv().await; }
-                None => std::future::pending::<()>().await,
-            }
-        } => {}
-    }
-}
-
-#[derive(Debug, Args)]
-pub(super) struct PayloadArgs {
-    /// Synthetic catalog sizes (comma-separated).
-    #[arg(long, value_name = "LIST", value_delimiter = ',', default_values_t = bench::SIZES.to_vec())]
-    sizes: Vec<usize>,
-    /// Real catalog files (repeatable). Default: every .jsonl in the reference catalogs
-    /// directory ($TOOLSEARCH_SHARED/catalogs or ../shared/catalogs).
-    #[arg(long = "catalog", value_name = "FILE")]
-    catalogs: Vec<PathBuf>,
-    /// Measure only the synthetic catalogs.
-    #[arg(long)]
-    synthetic_only: bool,
-    /// Print {"rows": [{mode, tools, catalog, declared_tools, first_request_bytes,
-    /// total_request_bytes, turns, auto_chose, completed}]}.
-    #[arg(long)]
-    json: bool,
-    /// The binary that runs code-mode workers (default: this executable).
-    #[arg(long, hide = true)]
-    worker_binary: Option<PathBuf>,
-}
-
-fn catalog_files(args: &PayloadArgs) -> Result<Vec<PathBuf>> {
-    if args.synthetic_only {
-        return Ok(Vec::new());
-    }
-    if !args.catalogs.is_empty() {
-        return Ok(args.catalogs.clone());
-    }
-    let Some(dir) = super::shared_dir("catalogs") else {
-        bail!(
-            "no reference catalogs directory ($TOOLSEARCH_SHARED/catalogs or ../shared/catalogs): give --catalog FILE or --synthetic-only"
-        );
-    };
-    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
-        .with_context(|| format!("cannot read {}", dir.display()))?
-        .filter_map(|entry| entry.ok().map(|e| e.path()))
-        .filter(|p| p.extension().is_some_and(|e| e == "jsonl"))
-        .collect();
-    files.sort();
-    if files.is_empty() {
-        bail!("no .jsonl catalog in {}", dir.display());
-    }
-    Ok(files)
-}
-
-fn load_bench_catalog(path: &Path) -> Result<BenchCatalog> {
-    let loaded = crate::catalog::file::load(path, crate::catalog::Source::Plugin)?;
-    if !loaded.issues.is_empty() {
-        eprintln!(
-            "toolsearch: {}: skipped {} line(s)",
-            path.display(),
-            loaded.issues.len()
-        );
-    }
-    let name = path
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_else(|| path.display().to_string());
-    Ok(BenchCatalog {
-        name,
-        tools: loaded.descriptors,
-    })
-}
-
-pub(super) fn bench_payload(args: PayloadArgs) -> Result<ExitCode> {
-    let mut catalogs: Vec<BenchCatalog> = Vec::new();
-    for &size in &args.sizes {
-        if !(2..=crate::agent::scenario::MAX_SYNTHETIC).contains(&size) {
-            bail!(
-                "--sizes: {size} is out of range (2–{})",
-                crate::agent::scenario::MAX_SYNTHETIC
-            );
-        }
-        catalogs.push(BenchCatalog::synthetic(size));
-    }
-    for file in catalog_files(&args)? {
-        catalogs.push(load_bench_catalog(&file)?);
-    }
-    let binary = worker_binary(&args.worker_binary)?;
-    let rows = runtime()?.block_on(bench::payload(&catalogs, &binary))?;
-    let mut out = std::io::stdout().lock();
-    if args.json {
-        writeln!(
-            out,
-            "{}",
-            serde_json::to_string_pretty(&json!({"rows": rows}))?
-        )?;
-    } else {
-        print_payload(&mut out, &rows)?;
-    }
-    Ok(if rows.iter().all(|r| r.completed) {
-        ExitCode::SUCCESS
-    } else {
-        eprintln!("toolsearch: some scenarios did not complete (completed: no)");
-        ExitCode::from(1)
-    })
-}
-
-fn print_payload(out: &mut impl Write, rows: &[PayloadRow]) -> Result<()> {
-    writeln!(
-        out,
-        "{:<10} {:>6} {:<30} {:>8} {:>13} {:>13} {:>6} {:>9}  completed",
-        "mode", "tools", "catalog", "declared", "first bytes", "total bytes", "turns", "vs direct"
-    )?;
-    let mut direct_first = 0usize;
-    for row in rows {
-        if row.mode == "direct" {
-            direct_first = row.first_request_bytes;
-        }
-        let ratio = if direct_first > 0 {
-            format!(
-                "{:.2}%",
-                row.first_request_bytes as f64 * 100.0 / direct_first as f64
-            )
-        } else {
-            "-".into()
-        };
-        let mode = match &row.auto_chose {
-            Some(chosen) => format!("auto→{chosen}"),
-            None => row.mode.clone(),
-        };
-        writeln!(
-            out,
-            "{:<10} {:>6} {:<30} {:>8} {:>13} {:>13} {:>6} {:>9}  {}",
-            mode,
-            row.tools,
-            row.catalog,
-            row.declared_tools,
-            row.first_request_bytes,
-            row.total_request_bytes,
-            row.turns,
-            ratio,
-            if row.completed {
-                "yes".to_string()
-            } else {
-                format!("no ({})", row.stop)
-            }
-        )?;
-        if let Some(answer) = row.answer.as_deref().filter(|_| !row.completed) {
-            writeln!(out, "           answer: {}", clean(answer))?;
-        }
-    }
-    Ok(())
-}
-
+/// `toolsearch bench agent`: the provider flags of `agent`, run by the measurement wing.
+#[cfg(feature = "lab")]
 #[derive(Debug, Args)]
 pub(super) struct BenchAgentArgs {
     #[command(flatten)]
@@ -513,10 +258,11 @@ pub(super) struct BenchAgentArgs {
     worker_binary: Option<PathBuf>,
 }
 
+#[cfg(feature = "lab")]
 pub(super) fn bench_agent(args: BenchAgentArgs) -> Result<ExitCode> {
     let binary = worker_binary(&args.worker_binary)?;
     let modes: Vec<Mode> = args.modes.iter().map(|m| m.mode()).collect();
-    let rows = runtime()?.block_on(bench::agent(
+    let rows = super::runtime()?.block_on(crate::lab::payload::agent(
         args.provider.config(),
         args.provider.options(!args.strict, &AgentLimits::default()),
         &modes,
@@ -530,55 +276,7 @@ pub(super) fn bench_agent(args: BenchAgentArgs) -> Result<ExitCode> {
             serde_json::to_string_pretty(&json!({"rows": rows}))?
         )?;
     } else {
-        print_agent(&mut out, &rows)?;
+        crate::lab::command::print_agent(&mut out, &rows)?;
     }
     Ok(ExitCode::SUCCESS)
-}
-
-fn opt<T: std::fmt::Display>(value: Option<T>) -> String {
-    value.map_or_else(|| "-".to_string(), |v| v.to_string())
-}
-
-fn print_agent(out: &mut impl Write, rows: &[AgentRow]) -> Result<()> {
-    writeln!(
-        out,
-        "{:<16} {:>7} {:>6} {:>7} {:>5} {:>11} {:>12} {:>11} {:>11} {:>9}  stop",
-        "mode",
-        "success",
-        "strict",
-        "lenient",
-        "turns",
-        "first bytes",
-        "prompt tok",
-        "first tok s",
-        "target s",
-        "wall s"
-    )?;
-    for row in rows {
-        let mode = if row.mode == row.chosen_mode {
-            row.mode.clone()
-        } else {
-            format!("{}→{}", row.mode, row.chosen_mode)
-        };
-        writeln!(
-            out,
-            "{:<16} {:>7} {:>6} {:>7} {:>5} {:>11} {:>12} {:>11} {:>11} {:>9.1}  {}",
-            mode,
-            if row.success { "yes" } else { "no" },
-            row.strict_calls,
-            row.lenient_calls,
-            row.turns,
-            row.first_request_bytes,
-            format!(
-                "{}/{}",
-                opt(row.first_prompt_tokens),
-                opt(row.prompt_tokens)
-            ),
-            opt(row.first_token_ms.map(|ms| format!("{:.1}", ms / 1000.0))),
-            opt(row.target_ms.map(|ms| format!("{:.1}", ms / 1000.0))),
-            row.wall_ms / 1000.0,
-            row.stop
-        )?;
-    }
-    Ok(())
 }

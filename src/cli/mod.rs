@@ -8,10 +8,7 @@
 //! command builds a gateway, surface or sandbox supervisor itself, or reads config values.
 
 mod agent;
-mod bench_serve;
 mod code;
-mod eval;
-mod lean_client;
 mod serve;
 mod surface;
 
@@ -54,46 +51,66 @@ enum Command {
     /// server over stdio, or streamable HTTP with --http (R-13.2).
     Serve(serve::ServeArgs),
     /// Measure search quality on a catalog and a query file.
-    Eval(EvalArgs),
+    #[cfg(feature = "lab")]
+    Eval(crate::lab::command::EvalArgs),
+    /// Measure search quality (needs the default build).
+    #[cfg(not(feature = "lab"))]
+    Eval(NotBuilt),
     /// Run one prompt against an OpenAI-compatible provider, every tool call through a session.
     Agent(agent::AgentArgs),
     /// Serve the scripted OpenAI-compatible mock provider (loopback only by default).
-    MockProvider(agent::MockArgs),
+    #[cfg(feature = "lab")]
+    MockProvider(crate::lab::command::MockArgs),
+    /// The scripted mock provider (needs the default build).
+    #[cfg(not(feature = "lab"))]
+    MockProvider(NotBuilt),
     /// Benchmarks.
+    #[cfg(feature = "lab")]
     #[command(subcommand)]
     Bench(BenchCommand),
+    /// Benchmarks (need the default build).
+    #[cfg(not(feature = "lab"))]
+    Bench(NotBuilt),
 }
 
+/// The arguments of a command of the measurement wing in a build without it: taken as they
+/// come, so that the command answers with what it needs instead of a usage error.
+#[cfg(not(feature = "lab"))]
+#[derive(Debug, Args)]
+struct NotBuilt {
+    #[arg(trailing_var_arg = true, allow_hyphen_values = true, hide = true)]
+    rest: Vec<String>,
+}
+
+/// The answer of `bench`, `eval` and `mock-provider` in a build without the measurement wing.
+#[cfg(not(feature = "lab"))]
+fn not_built(command: &str) -> Result<ExitCode> {
+    eprintln!(
+        "toolsearch: `{command}` is part of the measurement wing, which this binary was built \
+         without (cargo feature `lab`); use the default build: cargo build --release"
+    );
+    Ok(ExitCode::from(2))
+}
+
+#[cfg(feature = "lab")]
 #[derive(Debug, Subcommand)]
 enum BenchCommand {
     /// Code cells doing search + describe + call on the demo catalog: warm pool, cold fork, and a
     /// Node.js child per cell (the reference architecture), in the same run.
-    Cells(code::BenchCellsArgs),
+    Cells(crate::lab::command::BenchCellsArgs),
     /// Provider request bytes per mode: the scripted scenario on synthetic catalogs of 10 to
     /// 5,000 tools and on the reference catalogs, against the in-process mock provider.
-    Payload(agent::PayloadArgs),
+    Payload(crate::lab::command::PayloadArgs),
     /// The scenario per mode against a real model behind any OpenAI-compatible server.
     Agent(agent::BenchAgentArgs),
     /// A load test of `serve --http` on loopback: N concurrent MCP clients doing searches,
     /// search → describe → call chains and code cells for a fixed time, then a soak of
     /// consecutive cells; throughput, p50/p99, RSS, descriptors and workers of the server.
-    Serve(bench_serve::BenchServeArgs),
+    Serve(crate::lab::serve_load::BenchServeArgs),
     /// Per-query search latency at N tools (default 10,000, the pooled eval catalogs grown):
     /// English dev queries with and without typo tolerance and the lexicon, the same queries
     /// misspelled, non-English requests; p50 / p99 / mean of each.
-    Search(eval::BenchSearchArgs),
-}
-
-/// `sub` of the shared reference data ($TOOLSEARCH_SHARED/<sub>, else ../shared/<sub>), when it
-/// exists.
-pub(crate) fn shared_dir(sub: &str) -> Option<PathBuf> {
-    [
-        std::env::var_os("TOOLSEARCH_SHARED").map(|p| PathBuf::from(p).join(sub)),
-        Some(PathBuf::from("../shared").join(sub)),
-    ]
-    .into_iter()
-    .flatten()
-    .find(|p| p.is_dir())
+    Search(crate::lab::eval::BenchSearchArgs),
 }
 
 /// Configuration file and profile.
@@ -205,36 +222,6 @@ struct CallArgs {
     json: bool,
 }
 
-#[derive(Debug, Args)]
-struct EvalArgs {
-    /// A catalog file whose lines' ids the gold ids refer to; repeatable (merged, or paired with
-    /// --queries in order under --pooled). `demo` is the embedded demo catalog, also the default.
-    #[arg(long = "catalog", value_name = "FILE")]
-    catalogs: Vec<PathBuf>,
-    /// Queries: JSONL of {"qid", "query", "gold": [ids], "lang"?}; repeatable (one table each,
-    /// plus the macro average).
-    #[arg(long = "queries", value_name = "FILE", required = true)]
-    queries: Vec<PathBuf>,
-    /// Search every set's queries against the union of all catalogs, ids prefixed `<set>:`.
-    #[arg(long)]
-    pooled: bool,
-    /// Turn typo tolerance off (to compare).
-    #[arg(long)]
-    no_typos: bool,
-    /// Turn the multilingual lexicon off (to compare).
-    #[arg(long)]
-    no_lexicon: bool,
-    /// Also print one JSON line per query on stderr: qid, query, analyzed terms, ndcg@10, hit@5,
-    /// top5.
-    #[arg(long)]
-    per_query: bool,
-    /// Print one JSON object: the metrics (recall@1/5/10, hit@1/5/10, ndcg@10, mrr), latency_us
-    /// {p50, p99}; with several sets, {mode, tools, sets, macro, latency_us}; per language too
-    /// when query lines carry "lang".
-    #[arg(long)]
-    json: bool,
-}
-
 /// Runs the CLI; returns the process exit code.
 pub fn main() -> ExitCode {
     crate::telemetry::init_stderr_logging();
@@ -275,22 +262,25 @@ fn run(cli: Cli) -> Result<ExitCode> {
         Command::Exec(args) => code::exec(args),
         Command::Surface(args) => surface::surface(args),
         Command::Serve(args) => serve::serve(args),
-        Command::Bench(BenchCommand::Cells(args)) => code::bench_cells(args),
-        Command::Bench(BenchCommand::Payload(args)) => agent::bench_payload(args),
-        Command::Bench(BenchCommand::Agent(args)) => agent::bench_agent(args),
-        Command::Bench(BenchCommand::Serve(args)) => bench_serve::bench_serve(args),
-        Command::Bench(BenchCommand::Search(args)) => eval::bench_search(args),
         Command::Agent(args) => agent::agent(args),
-        Command::MockProvider(args) => agent::mock_provider(args),
-        Command::Eval(args) => eval::run(eval::EvalRequest {
-            catalogs: &args.catalogs,
-            queries: &args.queries,
-            pooled: args.pooled,
-            as_json: args.json,
-            typo_tolerance: !args.no_typos,
-            multilingual: !args.no_lexicon,
-            per_query: args.per_query,
-        }),
+        #[cfg(feature = "lab")]
+        Command::Bench(command) => match command {
+            BenchCommand::Cells(args) => crate::lab::command::bench_cells(args),
+            BenchCommand::Payload(args) => crate::lab::command::bench_payload(args),
+            BenchCommand::Agent(args) => agent::bench_agent(args),
+            BenchCommand::Serve(args) => crate::lab::serve_load::bench_serve(args),
+            BenchCommand::Search(args) => crate::lab::eval::bench_search(args),
+        },
+        #[cfg(feature = "lab")]
+        Command::MockProvider(args) => crate::lab::command::mock_provider(args),
+        #[cfg(feature = "lab")]
+        Command::Eval(args) => crate::lab::command::eval(args),
+        #[cfg(not(feature = "lab"))]
+        Command::Bench(_) => not_built("bench"),
+        #[cfg(not(feature = "lab"))]
+        Command::MockProvider(_) => not_built("mock-provider"),
+        #[cfg(not(feature = "lab"))]
+        Command::Eval(_) => not_built("eval"),
     }
 }
 

@@ -60,20 +60,6 @@ pub enum SandboxError {
         #[source]
         source: std::io::Error,
     },
-    /// The reference benchmark needs `node` on PATH.
-    #[error("the node reference benchmark needs `node` (>= 20) on PATH: {detail}; install Node.js")]
-    NodeMissing {
-        /// What failed.
-        detail: String,
-    },
-    /// A benchmark iteration produced a wrong result.
-    #[error("benchmark `{which}` produced a wrong result: {detail}")]
-    BenchMismatch {
-        /// Which series.
-        which: &'static str,
-        /// Expected versus actual.
-        detail: String,
-    },
 }
 
 impl SandboxError {

@@ -473,12 +473,15 @@ enum Settled<'js> {
 }
 
 impl Isolate {
-    /// The context (the in-process floor runs its cell in it directly).
+    /// The context (the in-process floor, through `lab_hook`, runs its cell in it directly).
+    #[cfg(feature = "lab")]
     pub(crate) fn context(&self) -> &Context {
         &self.context
     }
 
-    /// Sets the instant from which the interrupt handler stops interpretable code.
+    /// Sets the instant from which the interrupt handler stops interpretable code (the
+    /// in-process floor's; a worker's deadline is set in `serve`).
+    #[cfg(feature = "lab")]
     pub(crate) fn set_deadline(&self, at: Option<Instant>) {
         self.deadline.set(at);
     }

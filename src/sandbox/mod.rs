@@ -266,9 +266,8 @@ mod worker;
 mod zygote;
 
 mod gateway;
-mod inprocess;
-
-pub mod bench;
+#[cfg(feature = "lab")]
+pub(crate) mod lab_hook;
 
 pub use bridge::{Bridge, BridgeError, BridgeOp};
 pub use error::SandboxError;
@@ -279,6 +278,8 @@ pub use outcome::{
     CallPhases, CellPhases, CellResult, CellTelemetry, LimitKind, LogLevel, LogLine, Outcome,
 };
 pub use protocol::PollWhen;
+#[cfg(feature = "lab")]
+pub(crate) use supervisor::DEFAULT_WORKER_NICE;
 pub use supervisor::{Polling, Supervisor, SupervisorConfig};
 // Untrusted text made safe for terminals, for other adapters too (the agent loop).
 #[cfg(feature = "fuzzing")]

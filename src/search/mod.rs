@@ -24,8 +24,6 @@
 pub mod analyzer;
 pub mod answer;
 pub mod batch;
-#[doc(hidden)]
-pub mod bench;
 mod exact;
 mod hit;
 mod index;

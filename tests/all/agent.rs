@@ -8,10 +8,11 @@ use std::sync::{Arc, Mutex};
 
 use pretty_assertions::assert_eq;
 use serde_json::{Value, json};
+use toolsearch::lab::{Fault, MockProvider, MockScenario, SmallModel};
 use toolsearch::{
     Agent, AgentOptions, AgentRun, CallStatus, CallStyle, CatalogMode, CatalogSnapshot, Config,
-    Descriptor, Executor, FailureKind, Fault, FnTool, MockProvider, MockScenario, Mode, Policy,
-    ProviderConfig, Session, SessionLog, SmallModel, Source, StopReason, ToolOutput,
+    Descriptor, Executor, FailureKind, FnTool, Mode, Policy, ProviderConfig, Session, SessionLog,
+    Source, StopReason, ToolOutput,
 };
 
 use crate::support::{BIN, rt};
@@ -381,7 +382,7 @@ fn faulty_run(
 ) -> (
     AgentRun,
     Vec<(Value, String)>,
-    Vec<toolsearch::RecordedRequest>,
+    Vec<toolsearch::lab::RecordedRequest>,
 ) {
     let rt = rt();
     let mock = rt
@@ -736,7 +737,7 @@ fn cli_agent_exit_codes() {
 
 /// Nine one-line tools with one parameter each (plus the benchmark's target): a catalog whose
 /// direct schemas are smaller than the structured controls.
-fn compact_catalog() -> toolsearch::bench::agent::BenchCatalog {
+fn compact_catalog() -> toolsearch::lab::agent::BenchCatalog {
     let names = [
         "get_time",
         "get_weather",
@@ -748,7 +749,7 @@ fn compact_catalog() -> toolsearch::bench::agent::BenchCatalog {
         "get_quote",
         "translate_text",
     ];
-    toolsearch::bench::agent::BenchCatalog {
+    toolsearch::lab::agent::BenchCatalog {
         name: "compact".into(),
         tools: names
             .iter()
@@ -769,7 +770,7 @@ fn compact_catalog() -> toolsearch::bench::agent::BenchCatalog {
 /// magnitude on large catalogs, direct stays cheaper on tiny ones, and `auto` follows.
 #[test]
 fn payload_benchmark_ratios() {
-    use toolsearch::bench::agent::{BenchCatalog, PayloadRow, payload};
+    use toolsearch::lab::agent::{BenchCatalog, PayloadRow, payload};
     let rt = rt();
     let mut catalogs: Vec<BenchCatalog> = [10, 1000, 5000]
         .into_iter()

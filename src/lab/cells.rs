@@ -21,13 +21,50 @@ use nix::unistd::Pid;
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 
-use super::bridge::{Bridge, BridgeError, BridgeOp};
-use super::error::SandboxError;
-use super::inprocess::Floor;
-use super::limits::CellOptions;
-use super::outcome::{CellPhases, Outcome};
-use super::protocol::PollWhen;
-use super::supervisor::{DEFAULT_WORKER_NICE, Polling, Supervisor, SupervisorConfig};
+use super::floor::Floor;
+use crate::sandbox::{
+    Bridge, BridgeError, BridgeOp, CellOptions, CellPhases, DEFAULT_WORKER_NICE, Outcome, PollWhen,
+    Polling, SandboxError, Supervisor, SupervisorConfig,
+};
+
+/// Why the cell bench could not give a report.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum CellsError {
+    /// The sandbox machinery failed (zygote, worker, supervisor).
+    #[error(transparent)]
+    Sandbox(#[from] SandboxError),
+    /// The reference series needs `node` on PATH.
+    #[error("the node reference benchmark needs `node` (>= 20) on PATH: {detail}; install Node.js")]
+    NodeMissing {
+        /// What failed.
+        detail: String,
+    },
+    /// An iteration produced a wrong result.
+    #[error("benchmark `{which}` produced a wrong result: {detail}")]
+    Mismatch {
+        /// Which series.
+        which: &'static str,
+        /// Expected versus actual.
+        detail: String,
+    },
+    /// An OS call of the bench itself failed.
+    #[error("the cell bench failed while {what}: {source}")]
+    Io {
+        /// What the bench was doing.
+        what: &'static str,
+        /// The OS error.
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+impl CellsError {
+    #[cold]
+    fn io(what: &'static str, source: std::io::Error) -> CellsError {
+        CellsError::Io { what, source }
+    }
+}
 
 /// The reference runner's script, written to a temp file per run.
 pub const NODE_CELL_JS: &str = include_str!("../../js/node_cell.js");
@@ -100,7 +137,7 @@ impl PhaseMedians {
             v[(v.len() - 1) / 2]
         };
         let per_cell = |f: fn(&CellPhases) -> f64| med(cells.iter().map(f).collect());
-        let per_call = |f: fn(&super::outcome::CallPhases) -> f64| {
+        let per_call = |f: fn(&crate::sandbox::CallPhases) -> f64| {
             med(cells.iter().flat_map(|c| c.calls.iter().map(f)).collect())
         };
         let placed: Vec<bool> = cells
@@ -408,12 +445,12 @@ fn ms(d: Duration) -> f64 {
     d.as_secs_f64() * 1e3
 }
 
-fn mismatch(which: &'static str, detail: String) -> SandboxError {
-    SandboxError::BenchMismatch { which, detail }
+fn mismatch(which: &'static str, detail: String) -> CellsError {
+    CellsError::Mismatch { which, detail }
 }
 
 /// Every iteration of every series must return the first warm iteration's value.
-fn same_value(which: &'static str, expected: &Value, value: &Value) -> Result<(), SandboxError> {
+fn same_value(which: &'static str, expected: &Value, value: &Value) -> Result<(), CellsError> {
     if value == expected {
         Ok(())
     } else {
@@ -428,7 +465,7 @@ pub async fn run_cells_bench(
     bridge: Arc<dyn Bridge>,
     cell: &str,
     iterations: usize,
-) -> Result<BenchReport, SandboxError> {
+) -> Result<BenchReport, CellsError> {
     let options = BenchOptions {
         iterations,
         ..BenchOptions::default()
@@ -448,7 +485,7 @@ pub async fn run_cells_bench_with(
     bridge: Arc<dyn Bridge>,
     cell: &str,
     options: &BenchOptions,
-) -> Result<BenchReport, SandboxError> {
+) -> Result<BenchReport, CellsError> {
     let worker_binary = worker_binary.to_path_buf();
     let cell = cell.to_string();
     let options = options.clone();
@@ -464,7 +501,7 @@ async fn measure(
     bridge: Arc<dyn Bridge>,
     cell: &str,
     options: &BenchOptions,
-) -> Result<BenchReport, SandboxError> {
+) -> Result<BenchReport, CellsError> {
     let iterations = options.iterations.max(1);
     let node = find_node()?;
     let mut report = BenchReport {
@@ -623,7 +660,7 @@ impl FloorThreads {
         &mut self,
         cpu: Option<usize>,
         expected: &Value,
-    ) -> Result<(f64, Value, CellPhases, Option<usize>), SandboxError> {
+    ) -> Result<(f64, Value, CellPhases, Option<usize>), CellsError> {
         let slot = match self.threads.iter().position(|(c, _)| *c == cpu) {
             Some(i) => i,
             None => {
@@ -639,7 +676,7 @@ impl FloorThreads {
         Ok((dt, value, phases, self.threads[slot].1.pinned))
     }
 
-    async fn ask(&self, slot: usize) -> Result<(f64, Value, CellPhases), SandboxError> {
+    async fn ask(&self, slot: usize) -> Result<(f64, Value, CellPhases), CellsError> {
         let (tx, rx) = tokio::sync::oneshot::channel();
         let gone = || mismatch("inprocess", "the floor's thread is gone".into());
         self.threads[slot].1.jobs.send(tx).map_err(|_| gone())?;
@@ -648,7 +685,7 @@ impl FloorThreads {
             .map_err(|e| mismatch("inprocess", e))
     }
 
-    fn spawn(&self, cpu: Option<usize>) -> Result<FloorThread, SandboxError> {
+    fn spawn(&self, cpu: Option<usize>) -> Result<FloorThread, CellsError> {
         let (jobs, queue) = std::sync::mpsc::channel::<tokio::sync::oneshot::Sender<FloorAnswer>>();
         let floor = Floor::new(self.bridge.clone(), self.handle.clone());
         let cell = self.cell.clone();
@@ -666,7 +703,7 @@ impl FloorThreads {
                     let _ = reply.send(answer);
                 }
             })
-            .map_err(|e| SandboxError::io("starting the floor's thread", e))?;
+            .map_err(|e| CellsError::io("starting the floor's thread", e))?;
         let pinned = pinned_rx.recv().unwrap_or(None);
         Ok(FloorThread { jobs, join, pinned })
     }
@@ -685,7 +722,7 @@ async fn warm_cell(
     bridge: &Arc<dyn Bridge>,
     cell: &str,
     want_warm: bool,
-) -> Result<(f64, Value, Option<CellPhases>), SandboxError> {
+) -> Result<(f64, Value, Option<CellPhases>), CellsError> {
     let options = CellOptions {
         trace_phases: true,
         ..CellOptions::default()
@@ -721,12 +758,12 @@ fn proc_kib(path: &str, field: &str) -> u64 {
 }
 
 /// Finds `node` on PATH.
-pub fn find_node() -> Result<PathBuf, SandboxError> {
+pub fn find_node() -> Result<PathBuf, CellsError> {
     let path = std::env::var_os("PATH").unwrap_or_default();
     std::env::split_paths(&path)
         .map(|dir| dir.join("node"))
         .find(|p| p.is_file())
-        .ok_or_else(|| SandboxError::NodeMissing {
+        .ok_or_else(|| CellsError::NodeMissing {
             detail: "not found on PATH".into(),
         })
 }
@@ -738,7 +775,7 @@ pub struct NodeScript {
 
 impl NodeScript {
     /// Writes the script.
-    pub fn write() -> Result<NodeScript, SandboxError> {
+    pub fn write() -> Result<NodeScript, CellsError> {
         static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
         let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let path = std::env::temp_dir().join(format!(
@@ -746,7 +783,7 @@ impl NodeScript {
             std::process::id()
         ));
         std::fs::write(&path, NODE_CELL_JS)
-            .map_err(|e| SandboxError::io("writing the node reference script", e))?;
+            .map_err(|e| CellsError::io("writing the node reference script", e))?;
         Ok(NodeScript { path })
     }
 
@@ -770,7 +807,7 @@ pub async fn run_node_cell(
     script: &Path,
     code: &str,
     bridge: &Arc<dyn Bridge>,
-) -> Result<(Duration, Value), SandboxError> {
+) -> Result<(Duration, Value), CellsError> {
     let t = Instant::now();
     let mut child = tokio::process::Command::new(node)
         .arg("--experimental-permission")
@@ -782,15 +819,15 @@ pub async fn run_node_cell(
         .stderr(std::process::Stdio::null())
         .kill_on_drop(true)
         .spawn()
-        .map_err(|e| SandboxError::NodeMissing {
+        .map_err(|e| CellsError::NodeMissing {
             detail: format!("spawning {}: {e}", node.display()),
         })?;
     let (Some(mut stdin), Some(stdout)) = (child.stdin.take(), child.stdout.take()) else {
-        return Err(SandboxError::NodeMissing {
+        return Err(CellsError::NodeMissing {
             detail: "no stdio pipes".into(),
         });
     };
-    let io = |e: std::io::Error| SandboxError::io("talking to the node reference child", e);
+    let io = |e: std::io::Error| CellsError::io("talking to the node reference child", e);
     let mut first = serde_json::to_vec(&json!({ "code": code })).map_err(|e| io(e.into()))?;
     first.push(b'\n');
     stdin.write_all(&first).await.map_err(io)?;
@@ -830,7 +867,7 @@ pub async fn run_node_cell(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::sandbox::outcome::CallPhases;
+    use crate::sandbox::CallPhases;
 
     fn cell(compile: f64, hops: &[f64], cpus: (Option<u32>, Option<u32>)) -> CellPhases {
         CellPhases {

@@ -24,7 +24,7 @@ use crate::session::{Session, SessionError};
 
 use super::mock::{MockError, MockProvider};
 use super::scenario::{Executions, Scenario, release_order_tool, synthetic_tools};
-use super::{Agent, AgentOptions, ProviderConfig, ProviderError, StopReason};
+use crate::agent::{Agent, AgentOptions, ProviderConfig, ProviderError, StopReason};
 
 /// The modes every benchmark plays, in table order.
 pub const MODES: [Mode; 5] = [

@@ -16,10 +16,10 @@ use std::time::Instant;
 
 use serde_json::{Value, json};
 
-use super::{SearchIndex, SearchSettings};
 use crate::catalog::file::load as load_catalog_file;
 use crate::catalog::{CatalogSnapshot, Descriptor, Source, tool_id};
 use crate::policy::{Authorized, Policy};
+use crate::search::{SearchIndex, SearchSettings};
 
 /// The evaluation sets pooled into the catalog, in this order.
 pub const SETS: [&str; 4] = ["bfcl", "livemcpbench", "seal_tools", "toolbench"];

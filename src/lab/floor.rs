@@ -4,7 +4,7 @@
 //! what the process boundary costs (`inprocess` series, `ratio_warm_over_inprocess`).
 //!
 //! Owns: [`Floor`] (one per series) and its cell driver.
-//! Never does: leave the crate (only [`super::bench`] uses it); reuse a runtime or context across
+//! Never does: leave the crate (only [`super::cells`] uses it); reuse a runtime or context across
 //! cells; talk to a worker.
 //! Invariants: the same pieces as a warm worker's timed path — a fresh runtime and context per cell
 //! with the worker's allocator, limits and intrinsics ([`Isolate::new`]), the same prelude from the
@@ -25,11 +25,11 @@ use std::time::{Duration, Instant};
 use rquickjs::promise::PromiseState;
 use rquickjs::{Ctx, Function, Value};
 
-use super::bridge::{Bridge, BridgeOp};
-use super::isolate::{self, INTERRUPT_MARGIN, Internals, Isolate, Refused};
-use super::limits::Limits;
-use super::outcome::{CallPhases, CellPhases};
-use super::protocol::{WorkerConfig, mono_ns};
+use crate::sandbox::lab_hook::{
+    INTERRUPT_MARGIN, Internals, Isolate, Refused, Spin, WorkerConfig, compile_body,
+    compile_prelude, install_prelude, mono_ns, strip_controls,
+};
+use crate::sandbox::{Bridge, BridgeOp, CallPhases, CellPhases, Limits, PollWhen};
 
 /// The in-process floor's setup, shared by every cell of a series.
 pub(crate) struct Floor {
@@ -68,15 +68,15 @@ impl Floor {
                 result_bytes: limits.result_bytes,
                 bridge_calls: limits.bridge_calls,
                 rehearse: false,
-                spin: super::protocol::Spin {
-                    when: super::protocol::PollWhen::Never,
+                spin: Spin {
+                    when: PollWhen::Never,
                     micros: 0,
                 },
                 ready_spin_us: 0,
             },
             timeout: limits.code_timeout,
             // As in the zygote: compiled once, loaded as bytecode by every cell.
-            prelude: isolate::compile_prelude(),
+            prelude: compile_prelude(),
         }
     }
 
@@ -97,7 +97,7 @@ impl Floor {
         }));
         isolate.context().with(|ctx| {
             let (calls, logs) = (state.clone(), state.clone());
-            let internals = isolate::install_prelude(
+            let internals = install_prelude(
                 &ctx,
                 self.prelude.as_deref(),
                 move |op, args| calls.borrow_mut().start_call(op, args),
@@ -128,7 +128,7 @@ impl Floor {
     ) -> Result<(serde_json::Value, CellPhases), String> {
         let us = |from: u64, to: u64| to.saturating_sub(from) as f64 / 1e3;
         let run = mono_ns();
-        let body: Function = isolate::compile_body(ctx, internals, code, soft, |_| {})
+        let body: Function = compile_body(ctx, internals, code, soft, |_| {})
             .ok_or_else(|| caught(ctx, rquickjs::Error::Exception))?;
         let compiled = mono_ns();
         let promise = body
@@ -235,7 +235,7 @@ impl State {
 
     /// `host.log`: keep what fits the budget.
     fn log(&mut self, text: &str) -> usize {
-        let text = super::text::strip_controls(text).into_owned();
+        let text = strip_controls(text).into_owned();
         self.log_remaining = self.log_remaining.saturating_sub(text.len() + 1);
         self.logs.push(text);
         self.log_remaining

@@ -34,7 +34,7 @@ use anyhow::{Context, Result, bail};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use crate::catalog::{CatalogSnapshot, Descriptor, Source};
+use crate::catalog::{CatalogSnapshot, Descriptor};
 use crate::policy::{Authorized, Policy};
 use crate::search::{SearchIndex, SearchSettings};
 
@@ -42,7 +42,7 @@ use crate::search::{SearchIndex, SearchSettings};
 const RANKED: usize = 20;
 
 /// The `--catalog` value that names the embedded demo catalog.
-pub(super) const DEMO: &str = "demo";
+pub(crate) const DEMO: &str = "demo";
 
 #[derive(Debug, Deserialize)]
 struct QueryLine {
@@ -324,9 +324,9 @@ fn set_name(path: &Path) -> String {
 /// Loads one catalog argument: a file, or `demo` for the embedded catalog.
 fn load_one(path: &Path) -> Result<Vec<Descriptor>> {
     if path.as_os_str() == DEMO && !path.exists() {
-        return Ok(super::default_catalog()?.tools().to_vec());
+        return Ok(crate::demo::catalog().tools().to_vec());
     }
-    let snapshot = super::load_files(&[path.to_path_buf()], Source::Plugin)?;
+    let snapshot = super::load_catalog_file(path)?;
     Ok(snapshot.tools().to_vec())
 }
 
@@ -341,17 +341,17 @@ fn percentile(values: &mut [f64], p: f64) -> f64 {
 }
 
 /// What `run` was asked.
-pub(super) struct EvalRequest<'a> {
-    pub(super) catalogs: &'a [PathBuf],
-    pub(super) queries: &'a [PathBuf],
-    pub(super) pooled: bool,
-    pub(super) as_json: bool,
-    pub(super) typo_tolerance: bool,
-    pub(super) multilingual: bool,
-    pub(super) per_query: bool,
+pub(crate) struct EvalRequest<'a> {
+    pub(crate) catalogs: &'a [PathBuf],
+    pub(crate) queries: &'a [PathBuf],
+    pub(crate) pooled: bool,
+    pub(crate) as_json: bool,
+    pub(crate) typo_tolerance: bool,
+    pub(crate) multilingual: bool,
+    pub(crate) per_query: bool,
 }
 
-pub(super) fn run(request: EvalRequest<'_>) -> Result<ExitCode> {
+pub(crate) fn run(request: EvalRequest<'_>) -> Result<ExitCode> {
     let settings = SearchSettings {
         typo_tolerance: request.typo_tolerance,
         multilingual: request.multilingual,
@@ -403,7 +403,7 @@ pub(super) fn run(request: EvalRequest<'_>) -> Result<ExitCode> {
             sets.push((set_name(queries), queries.clone(), String::new()));
         }
         if request.catalogs.is_empty() {
-            super::default_catalog()?
+            crate::demo::catalog()
         } else {
             CatalogSnapshot::build(tools)
         }
@@ -604,7 +604,7 @@ mod tests {
 
 /// `toolsearch bench search`: per-query latency at N tools.
 #[derive(Debug, clap::Args)]
-pub(super) struct BenchSearchArgs {
+pub(crate) struct BenchSearchArgs {
     /// Tools in the index (the pooled eval catalogs, replicated past their 8,935 tools).
     #[arg(long, default_value_t = 10_000)]
     tools: usize,
@@ -620,8 +620,8 @@ pub(super) struct BenchSearchArgs {
     json: bool,
 }
 
-pub(super) fn bench_search(args: BenchSearchArgs) -> Result<ExitCode> {
-    use crate::search::bench::{Workload, run_search_bench};
+pub(crate) fn bench_search(args: BenchSearchArgs) -> Result<ExitCode> {
+    use super::search::{Workload, run_search_bench};
     let dir = match args.eval_dir {
         Some(dir) => dir,
         None => super::shared_dir("eval").context("no evaluation sets directory ($TOOLSEARCH_SHARED/eval or ../shared/eval): give --eval-dir DIR")?,

@@ -43,7 +43,7 @@ const TARGET_CELLS_PER_SEC: f64 = 500.0;
 const TARGET_SOAK_RSS_GROWTH_KIB: i64 = 10 * 1024;
 
 #[derive(Debug, Args)]
-pub(super) struct BenchServeArgs {
+pub(crate) struct BenchServeArgs {
     /// Concurrent MCP clients per phase (1–64).
     #[arg(long, default_value_t = 4)]
     clients: usize,
@@ -657,7 +657,7 @@ async fn run(args: &BenchServeArgs) -> Result<Value> {
     }))
 }
 
-pub(super) fn bench_serve(args: BenchServeArgs) -> Result<ExitCode> {
+pub(crate) fn bench_serve(args: BenchServeArgs) -> Result<ExitCode> {
     let report = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?
