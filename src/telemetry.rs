@@ -34,7 +34,7 @@ pub struct Counters {
     pub client_calls: AtomicU64,
     /// Code cells run.
     pub cells: AtomicU64,
-    /// Calls in the wrong shape run as their structured equivalent (issue 27).
+    /// Calls in the wrong shape run as their structured equivalent.
     pub recovered_calls: AtomicU64,
 }
 

@@ -229,7 +229,7 @@ pub struct CallRecord {
     #[serde(flatten)]
     pub status: CallStatus,
     /// What a call in the wrong shape ran as (`tool_search_code`, `tool_search`, …), when the
-    /// session recovered it (issue 27).
+    /// session recovered it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub recovered: Option<String>,
     /// When it was dispatched, from the start of the run (ms).

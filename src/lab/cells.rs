@@ -8,7 +8,7 @@
 //! Never does: time pool refill (warm iterations wait for a full pool outside the timed region);
 //! skip a missing prerequisite (no `node` is an error); accept a wrong result (every iteration's
 //! value is compared with the first warm one, inside the timed loop); run code a model wrote: the
-//! `inprocess` series runs the caller's benchmark cell unsandboxed (see `inprocess.rs`), so the
+//! `inprocess` series runs the caller's benchmark cell unsandboxed (see `floor.rs`), so the
 //! cell must be the caller's own, like [`BENCH_CELL`].
 //! Invariants: every series runs the same body against the same [`Bridge`].
 

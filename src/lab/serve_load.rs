@@ -1,4 +1,4 @@
-//! `toolsearch bench serve`: a load test of serve mode over loopback (issue 16).
+//! `toolsearch bench serve`: a load test of serve mode over loopback.
 //!
 //! Starts `toolsearch serve --http 127.0.0.1:0` as a child process (with a random bearer token),
 //! drives it with N concurrent MCP clients (rmcp's streamable-HTTP client) for a fixed duration

@@ -635,8 +635,8 @@ fn read_now(fd: std::os::fd::RawFd, buf: &mut Vec<u8>) -> std::io::Result<usize>
 /// the CPU's earliest timer: a window of a few hundred microseconds is shorter than the time to
 /// the next scheduler tick, and arming it would reprogram the CPU's timer hardware, then
 /// cancelling it on the worker's write would reprogram it again. On a virtual machine each
-/// reprogramming is a trap to the hypervisor (measured on the Intel VM of issue 14: 12–15 µs on
-/// each side of every sleep). With the slack the kernel lets the timeout ride on the next tick
+/// reprogramming is a trap to the hypervisor (12–15 µs on each side of every sleep on one VM; see
+/// `docs/sandbox-performance.md`). With the slack the kernel lets the timeout ride on the next tick
 /// instead; the worker's write still wakes this thread at once.
 fn readable_within(fd: std::os::fd::RawFd, limit: Duration) -> bool {
     // Failure only leaves the default slack (and the slower wake-up): never worth an error.

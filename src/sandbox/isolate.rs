@@ -1057,7 +1057,7 @@ fn load_prelude<'js>(
 /// Evaluates the prelude and calls it with a native `host` object made of `call` (`host.call`:
 /// the new call's id, or the refusal message the guest's promise rejects with) and `log`
 /// (`host.log`: the remaining log budget); returns the prelude's internals. The worker passes its
-/// channel-backed pair; the benchmark's in-process floor (`inprocess.rs`) its own.
+/// channel-backed pair; the measurement wing's in-process floor (`lab/floor.rs`) its own.
 pub(crate) fn install_prelude<'js>(
     ctx: &Ctx<'js>,
     bytecode: Option<&[u8]>,

@@ -405,7 +405,7 @@ pub(crate) struct WorkerConfig {
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum PollWhen {
-    /// After every frame sent, wherever the peer runs (the behaviour before issue 14). When the
+    /// After every frame sent, wherever the peer runs (the first policy; kept for comparison in `bench cells`). When the
     /// scheduler puts both on one CPU, every wait lasts the whole window: the poller holds the
     /// CPU its peer needs to answer.
     Always,

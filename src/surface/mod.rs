@@ -17,7 +17,7 @@
 //! compacted when the sandbox cannot start, and says so. Every error the model reads is
 //! worded here ([`Guidance`]) for the controls it has.
 //!
-//! Calls in the wrong shape (issue 27, `recover.rs`) — a bridge function's name as a tool, a
+//! Calls in the wrong shape (`recover.rs`) — a bridge function's name as a tool, a
 //! control this mode does not declare, bare `search` / `describe` / `call` with the matching
 //! arguments, `tool_search_code` with search arguments, a fenced or return-less cell body — run
 //! as their structured equivalent: in code mode as the code cell that makes the call, otherwise

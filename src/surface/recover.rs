@@ -1,4 +1,4 @@
-//! Calls in the wrong shape, understood (issue 27): what small models get wrong about the
+//! Calls in the wrong shape, understood: what small models get wrong about the
 //! controls, mapped onto the structured equivalent the surface declares.
 //!
 //! Owns:
