@@ -134,6 +134,24 @@
   // nothing the note also goes to the cell's logs: a cell that returns the hits unchanged still
   // tells the model. A batch stays its object (each group carries matched and truncated); its
   // note, when there is one, goes to the logs the same way.
+  // Each hit can be called and described where it stands: `hit.call(args)` is
+  // `openclaw.tools.call(hit.id, args)`, `hit.describe()` is `openclaw.tools.describe(hit.id)`.
+  // Not enumerable, so a hit serialises as before.
+  function callable(hits) {
+    if (!isArray(hits)) return;
+    for (let i = 0; i < hits.length; i++) {
+      const hit = hits[i];
+      if (hit === null || typeof hit !== "object" || typeof hit.id !== "string") continue;
+      const id = hit.id;
+      hidden(hit, "call", function call(args) {
+        return lazy("call", args === undefined ? [id] : [id, args]);
+      });
+      hidden(hit, "describe", function describe() {
+        return lazy("describe", [id]);
+      });
+    }
+  }
+
   function searchAnswer(value) {
     if (value === null || typeof value !== "object") return value;
     const note = value.note;
@@ -141,12 +159,19 @@
     let partial = value.truncated === true || value.not_found !== undefined;
     if (isArray(value.hits)) {
       out = value.hits;
+      callable(out);
       hidden(out, "matched", value.matched);
       hidden(out, "truncated", value.truncated === true);
       if (value.not_found !== undefined) hidden(out, "not_found", value.not_found);
     } else {
       delete value.note;
       partial = typeof note === "string";
+      if (isArray(value.results)) {
+        for (let i = 0; i < value.results.length; i++) {
+          const group = value.results[i];
+          if (group !== null && typeof group === "object") callable(group.candidates);
+        }
+      }
     }
     if (partial && typeof note === "string") searchNote("[openclaw.tools.search] " + note);
     return out;

@@ -7,8 +7,13 @@
 //! `arguments`; arguments may also be a JSON string). Returns the calls in order and the content
 //! with the call text removed.
 //!
-//! Never does: guess a call from prose, accept an object without a string `name`, or look at
-//! more than [`MAX_SCANNED_BYTES`] of content or return more than [`MAX_CALLS`] calls.
+//! Also finds a code cell written as text ([`code_in_text`]): JavaScript in a fence or on bare
+//! lines that calls `openclaw.tools.search / describe / call(…)`; the agent runs it as a
+//! `tool_search_code` cell when that control is declared.
+//!
+//! Never does: guess a call from prose, accept an object without a string `name`, take code
+//! that does not call the bridge, or look at more than [`MAX_SCANNED_BYTES`] of content or
+//! return more than [`MAX_CALLS`] calls.
 
 use serde_json::Value;
 
@@ -91,6 +96,97 @@ pub(crate) fn parse(content: &str) -> (Vec<RawCall>, String) {
         return (vec![call], String::new());
     }
     (Vec::new(), content.trim().to_string())
+}
+
+/// What marks text as a cell: a call of one of the bridge functions.
+const BRIDGE_CALL: [&str; 3] = [
+    "openclaw.tools.search(",
+    "openclaw.tools.describe(",
+    "openclaw.tools.call(",
+];
+
+fn calls_bridge(code: &str) -> bool {
+    BRIDGE_CALL.iter().any(|call| code.contains(call))
+}
+
+/// A cell the model wrote as text instead of calling `tool_search_code`: the fenced blocks
+/// (```` ```js ````, ```` ```javascript ````, ```` ```ts ```` or no language) that call
+/// `openclaw.tools.search / describe / call(…)`, joined in order; else the lines from the first
+/// line that calls one of them to the next blank line (a prose lead-in on that line dropped).
+/// `None` when no code calls the bridge: prose, or code that only mentions it, is an answer.
+pub(crate) fn code_in_text(content: &str) -> Option<String> {
+    let mut scan_end = content.len().min(MAX_SCANNED_BYTES);
+    while !content.is_char_boundary(scan_end) {
+        scan_end -= 1;
+    }
+    let text = &content[..scan_end];
+    if !calls_bridge(text) {
+        return None;
+    }
+    // 1. Fenced blocks.
+    let mut blocks = Vec::new();
+    let mut outside = String::new();
+    let mut cursor = 0;
+    while let Some(start) = text[cursor..].find("```") {
+        let after = cursor + start + 3;
+        let Some(end) = text[after..].find("```") else {
+            break;
+        };
+        outside.push_str(&text[cursor..cursor + start]);
+        let block = &text[after..after + end];
+        cursor = after + end + 3;
+        let (info, body) = match block.find('\n') {
+            Some(nl) => (block[..nl].trim(), &block[nl + 1..]),
+            None => ("", block),
+        };
+        let code_language = matches!(
+            info.to_ascii_lowercase().as_str(),
+            "" | "js" | "javascript" | "ts" | "typescript" | "mjs"
+        );
+        if code_language && calls_bridge(body) {
+            blocks.push(body.trim());
+        }
+    }
+    if !blocks.is_empty() {
+        return Some(blocks.join("\n"));
+    }
+    // 2. Bare lines, outside every fence (code in another language's fence is not a cell).
+    outside.push_str(&text[cursor..]);
+    let lines: Vec<&str> = outside.lines().collect();
+    let first = lines.iter().position(|line| calls_bridge(line))?;
+    let mut body = Vec::new();
+    for (i, line) in lines[first..].iter().enumerate() {
+        if line.trim().is_empty() || line.trim_start().starts_with("```") {
+            break;
+        }
+        if i == 0 {
+            body.push(code_start(line));
+        } else {
+            body.push(line);
+        }
+    }
+    let body = body.join("\n").trim().to_string();
+    (!body.is_empty()).then_some(body)
+}
+
+/// The line from where its code starts: a statement keyword, `await` or the bridge itself,
+/// whichever comes first before the bridge call (`Let me search: await openclaw…` → `await
+/// openclaw…`).
+fn code_start(line: &str) -> &str {
+    let Some(bridge) = line.find("openclaw.tools.") else {
+        return line;
+    };
+    let head = &line[..bridge];
+    let start = ["const ", "let ", "var ", "return ", "await "]
+        .iter()
+        .filter_map(|word| {
+            head.match_indices(word)
+                .map(|(i, _)| i)
+                .find(|&i| i == 0 || !head.as_bytes()[i - 1].is_ascii_alphanumeric())
+        })
+        .min()
+        .unwrap_or(bridge);
+    &line[start..]
 }
 
 fn strip_fence(body: &str) -> &str {
@@ -193,6 +289,42 @@ mod tests {
             let (calls, rest) = names(text);
             assert!(calls.is_empty(), "{text}");
             assert_eq!(rest, text.trim());
+        }
+    }
+
+    #[test]
+    fn code_written_as_text() {
+        // A fence, as Qwen2.5-Coder wrote it after a recovered search.
+        let text = "I'll look it up:\n```javascript\nawait openclaw.tools.search({query: \"release order\"})\n```\nThen I will call it.";
+        assert_eq!(
+            code_in_text(text).as_deref(),
+            Some("await openclaw.tools.search({query: \"release order\"})")
+        );
+        // Bare lines after a lead-in, up to the blank line.
+        let text = "Let me run: const hits = await openclaw.tools.search(\"x\");\nreturn hits;\n\nThat finds it.";
+        assert_eq!(
+            code_in_text(text).as_deref(),
+            Some("const hits = await openclaw.tools.search(\"x\");\nreturn hits;")
+        );
+        // Two fences, both calling the bridge; a JSON fence between them is not code.
+        let text = "```js\nconst t = await openclaw.tools.describe(\"a\")\n```\n```json\n{\"openclaw.tools.call(\": 1}\n```\n```\nreturn await openclaw.tools.call(\"a\", {})\n```";
+        assert_eq!(
+            code_in_text(text).as_deref(),
+            Some(
+                "const t = await openclaw.tools.describe(\"a\")\nreturn await openclaw.tools.call(\"a\", {})"
+            )
+        );
+    }
+
+    #[test]
+    fn text_that_does_not_call_the_bridge_is_not_code() {
+        for text in [
+            "The answer is 42.",
+            "I used openclaw.tools to find it: the order RO-1 is released.",
+            "```js\nconsole.log(1)\n```",
+            "```python\nopenclaw.tools.search(\"x\")\n```",
+        ] {
+            assert_eq!(code_in_text(text), None, "{text}");
         }
     }
 

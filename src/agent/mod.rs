@@ -9,7 +9,9 @@
 //! budget, a repeated identical call, a client tool (handed back to the caller, resumable with
 //! [`Agent::resume`]) or a provider failure; each is a [`StopReason`], never a panic or a hang.
 //! Calls the model wrote as text are parsed when [`AgentOptions::lenient`] is on (`lenient.rs`)
-//! and reported apart from structured ones ([`CallStyle`]).
+//! and reported apart from structured ones ([`CallStyle`]); so is a code cell written as text
+//! (JavaScript calling `openclaw.tools` in a fence or on bare lines) when `tool_search_code` is
+//! declared: it runs as that control's cell and counts as recovered.
 //!
 //! A model's mistakes are answered, not fatal: non-JSON arguments and a first identical repeat
 //! get an error tool result; an unknown or undeclared name gets the session's own recovery
@@ -53,6 +55,9 @@ use crate::session::{Reply, Session};
 use crate::surface::Format;
 use provider::{Completion, ProviderClient, RawCall};
 
+/// The code-mode control a cell written as text runs as.
+const CODE_CONTROL: &str = "tool_search_code";
+
 /// How the loop runs. `Default` suits a local model: 10 turns, no token budget, strict parsing,
 /// one repeat answered, temperature 0.
 #[derive(Debug, Clone)]
@@ -87,6 +92,10 @@ pub struct AgentOptions {
     /// The whole run's wall-clock deadline (provider requests and tool calls; not the time a
     /// client tool waits for the application). Default 30 min (clamped to 1 s–24 h).
     pub run_timeout: Duration,
+    /// Send `tool_choice: "required"` with the first request (when tools are declared), so the
+    /// provider constrains the first answer to a tool call (llama-server then constrains it from
+    /// the first token). Later requests leave the choice to the model. Default off.
+    pub require_tool_first: bool,
 }
 
 impl Default for AgentOptions {
@@ -103,6 +112,7 @@ impl Default for AgentOptions {
             max_calls_per_turn: crate::config::AGENT_MAX_CALLS_PER_TURN.default as usize,
             max_run_result_bytes: crate::config::AGENT_MAX_RUN_RESULT_BYTES.default,
             run_timeout: Duration::from_millis(crate::config::AGENT_RUN_TIMEOUT_MS.default),
+            require_tool_first: false,
         }
     }
 }
@@ -193,6 +203,9 @@ pub enum CallStyle {
     Strict,
     /// As text in `content`, parsed leniently.
     Lenient,
+    /// A code cell written as text in `content` (a fence or bare lines calling
+    /// `openclaw.tools`), parsed leniently and run as `tool_search_code`.
+    CodeInText,
 }
 
 /// What became of one tool call.
@@ -351,7 +364,7 @@ impl AgentRun {
     pub fn lenient_calls(&self) -> usize {
         self.calls
             .iter()
-            .filter(|c| c.style == CallStyle::Lenient)
+            .filter(|c| matches!(c.style, CallStyle::Lenient | CallStyle::CodeInText))
             .count()
     }
 
@@ -505,6 +518,11 @@ impl Agent {
 
     async fn drive(&self, session: &Session, run: &mut AgentRun) {
         let tools = session.tools(Format::OpenAi);
+        let code_declared = tools.as_array().is_some_and(|tools| {
+            tools
+                .iter()
+                .any(|t| t.pointer("/function/name").and_then(Value::as_str) == Some(CODE_CONTROL))
+        });
         let stop = loop {
             if let Next::Stop(stop) = self.dispatch_pending(session, run).await {
                 if matches!(stop, StopReason::ClientCall { .. }) {
@@ -528,8 +546,8 @@ impl Agent {
             if run.conversation.result_bytes >= self.options.max_run_result_bytes {
                 break self.result_bytes_stop(&run.conversation);
             }
-            let body = self.request_body(&tools, &run.conversation.messages);
             let turn = run.turns + 1;
+            let body = self.request_body(&tools, &run.conversation.messages, turn);
             let sent = Instant::now();
             let completed = match self.deadline(&run.conversation) {
                 Some(deadline) => {
@@ -582,7 +600,7 @@ impl Agent {
                     (prompt, answer) => prompt.unwrap_or(0) + answer.unwrap_or(0),
                 };
             run.requests.push(record);
-            if !self.take_turn(run, turn, completion) {
+            if !self.take_turn(run, turn, completion, code_declared) {
                 break StopReason::Answered;
             }
         };
@@ -592,7 +610,14 @@ impl Agent {
 
     /// Appends the assistant's turn; queues its calls. Returns false when it is a final
     /// answer.
-    fn take_turn(&self, run: &mut AgentRun, turn: usize, completion: Completion) -> bool {
+    /// A code cell written as text runs as `tool_search_code` only when `code_declared`.
+    fn take_turn(
+        &self,
+        run: &mut AgentRun,
+        turn: usize,
+        completion: Completion,
+        code_declared: bool,
+    ) -> bool {
         let (calls, style, content) = if !completion.tool_calls.is_empty() {
             (completion.tool_calls, CallStyle::Strict, completion.content)
         } else {
@@ -600,11 +625,26 @@ impl Agent {
                 Some(text) if self.options.lenient => lenient::parse(text),
                 _ => (Vec::new(), String::new()),
             };
-            if parsed.0.is_empty() {
-                run.answer = Some(completion.content.unwrap_or_default());
-                return false;
+            if !parsed.0.is_empty() {
+                (parsed.0, CallStyle::Lenient, Some(parsed.1))
+            } else {
+                let code = match completion.content.as_deref() {
+                    Some(text) if self.options.lenient && code_declared => {
+                        lenient::code_in_text(text)
+                    }
+                    _ => None,
+                };
+                let Some(code) = code else {
+                    run.answer = Some(completion.content.unwrap_or_default());
+                    return false;
+                };
+                let call = RawCall {
+                    id: None,
+                    name: CODE_CONTROL.to_string(),
+                    arguments: Ok(json!({ "code": code })),
+                };
+                (vec![call], CallStyle::CodeInText, None)
             }
-            (parsed.0, CallStyle::Lenient, Some(parsed.1))
         };
         let total = calls.len();
         let mut wire = Vec::with_capacity(calls.len());
@@ -613,7 +653,9 @@ impl Agent {
             let (given, generated) = match (&call.id, style) {
                 (Some(id), _) if !id.is_empty() => (id.clone(), false),
                 (_, CallStyle::Strict) => (format!("call_{turn}_{i}"), true),
-                (_, CallStyle::Lenient) => (format!("lenient_{turn}_{i}"), true),
+                (_, CallStyle::Lenient | CallStyle::CodeInText) => {
+                    (format!("lenient_{turn}_{i}"), true)
+                }
             };
             let mut refused = None;
             let id = if ids.contains(&given) {
@@ -728,12 +770,15 @@ impl Agent {
                 continue;
             }
             let started = Instant::now();
-            let handled = match self.deadline(&run.conversation) {
-                Some(deadline) => {
-                    tokio::time::timeout_at(deadline, session.handle(&pending.call.name, arguments))
-                        .await
+            let handle = async {
+                match (pending.style, arguments.get("code").and_then(Value::as_str)) {
+                    (CallStyle::CodeInText, Some(code)) => session.handle_code_in_text(code).await,
+                    _ => session.handle(&pending.call.name, arguments).await,
                 }
-                None => Ok(session.handle(&pending.call.name, arguments).await),
+            };
+            let handled = match self.deadline(&run.conversation) {
+                Some(deadline) => tokio::time::timeout_at(deadline, handle).await,
+                None => Ok(handle.await),
             };
             record.duration_ms = ms(started.elapsed());
             let Ok(reply) = handled else {
@@ -831,12 +876,15 @@ impl Agent {
         )}})
     }
 
-    fn request_body(&self, tools: &Value, messages: &[Value]) -> String {
+    fn request_body(&self, tools: &Value, messages: &[Value], turn: usize) -> String {
         let mut body = serde_json::Map::new();
         body.insert("model".into(), json!(self.client.config().model));
         body.insert("messages".into(), json!(messages));
         if tools.as_array().is_some_and(|t| !t.is_empty()) {
             body.insert("tools".into(), tools.clone());
+            if turn == 1 && self.options.require_tool_first {
+                body.insert("tool_choice".into(), json!("required"));
+            }
         }
         body.insert("stream".into(), json!(false));
         if let Some(temperature) = self.options.temperature {

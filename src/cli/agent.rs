@@ -75,6 +75,10 @@ pub(super) struct ProviderArgs {
     /// 1800).
     #[arg(long, value_name = "N")]
     run_timeout_secs: Option<u64>,
+    /// Send tool_choice "required" with the first request: the provider must answer it with a
+    /// tool call (llama-server constrains the answer from its first token).
+    #[arg(long)]
+    require_tool_first: bool,
 }
 
 impl ProviderArgs {
@@ -100,6 +104,7 @@ impl ProviderArgs {
             run_timeout: self.run_timeout_secs.map_or(limits.run_timeout, |secs| {
                 Duration::from_secs(secs.min(u64::MAX / 1000))
             }),
+            require_tool_first: self.require_tool_first,
             ..AgentOptions::default()
         }
     }
@@ -115,7 +120,8 @@ pub(super) struct AgentArgs {
     /// The mode (default: the config's, else code).
     #[arg(long, value_enum)]
     mode: Option<ModeArg>,
-    /// Parse tool calls the model writes as text (<tool_call> blocks, fenced JSON).
+    /// Parse tool calls the model writes as text (<tool_call> blocks, fenced JSON; in code mode
+    /// also JavaScript calling openclaw.tools in a fence or on bare lines).
     #[arg(long)]
     lenient: bool,
     /// The provider's context window in tokens (bounds the directory and auto mode).

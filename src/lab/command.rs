@@ -235,7 +235,7 @@ pub(crate) struct MockArgs {
     #[arg(long)]
     text_calls: bool,
     /// Get the controls' shape wrong like a small model: bridge-names, bare-names,
-    /// structured-controls, fenced-code or no-return.
+    /// structured-controls, fenced-code, no-return or code-as-text.
     #[arg(long, value_name = "BEHAVIOUR")]
     small_model: Option<String>,
 }
@@ -259,7 +259,7 @@ pub(crate) fn mock_provider(args: MockArgs) -> Result<ExitCode> {
     let small_model = match &args.small_model {
         Some(name) => Some(SmallModel::parse(name).with_context(|| {
             format!(
-                "invalid --small-model {name:?}: expected bridge-names, bare-names, structured-controls, fenced-code or no-return"
+                "invalid --small-model {name:?}: expected bridge-names, bare-names, structured-controls, fenced-code, no-return or code-as-text"
             )
         })?),
         None => None,

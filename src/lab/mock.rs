@@ -64,12 +64,12 @@ pub struct MockScenario {
     /// Write calls as text in `content` (alternately a `<tool_call>` block and a fenced JSON
     /// object) instead of `tool_calls`, as small local models do.
     pub text_calls: bool,
-    /// Get the controls' shape wrong as a small local model does (issue 27); combines with
+    /// Get the controls' shape wrong as a small local model does; combines with
     /// `text_calls`.
     pub small_model: Option<SmallModel>,
 }
 
-/// How a scripted small model gets the controls' shape wrong (issue 27). In direct mode, and
+/// How a scripted small model gets the controls' shape wrong. In direct mode, and
 /// for the code behaviours when `tool_search_code` is not declared, the scenario plays as
 /// usual.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -89,20 +89,25 @@ pub enum SmallModel {
     /// Sends cells without `return`: `await openclaw.tools.search(…)` alone, then statements
     /// ending in an expression that is neither awaited nor returned.
     NoReturn,
+    /// Writes its cells as text in a Markdown fence instead of calling `tool_search_code`: a
+    /// search first, then the call the answer's next step names (the id taken from that step,
+    /// never from the hits), then a final answer.
+    CodeAsText,
 }
 
 impl SmallModel {
     /// Every behaviour.
-    pub const ALL: [SmallModel; 5] = [
+    pub const ALL: [SmallModel; 6] = [
         SmallModel::BridgeNames,
         SmallModel::BareNames,
         SmallModel::StructuredControls,
         SmallModel::FencedCode,
         SmallModel::NoReturn,
+        SmallModel::CodeAsText,
     ];
 
     /// The behaviour's name (`bridge-names`, `bare-names`, `structured-controls`,
-    /// `fenced-code`, `no-return`).
+    /// `fenced-code`, `no-return`, `code-as-text`).
     pub fn as_str(self) -> &'static str {
         match self {
             SmallModel::BridgeNames => "bridge-names",
@@ -110,6 +115,7 @@ impl SmallModel {
             SmallModel::StructuredControls => "structured-controls",
             SmallModel::FencedCode => "fenced-code",
             SmallModel::NoReturn => "no-return",
+            SmallModel::CodeAsText => "code-as-text",
         }
     }
 

@@ -274,7 +274,7 @@ pub(crate) fn next(scenario: &MockScenario, seen: &Seen) -> (Mode, Action) {
     (mode, play_from(scenario, seen, mode, &past))
 }
 
-/// The move of a small model that gets the controls' shape wrong (issue 27), or `None` where
+/// The move of a small model that gets the controls' shape wrong, or `None` where
 /// the behaviour does not apply (direct mode; the code behaviours without `tool_search_code`):
 /// the scenario then plays as usual. These moves call names the request may not declare — on
 /// purpose: the session is expected to understand them.
@@ -382,7 +382,56 @@ fn small_model_move(
                 [.., result] => answer("tool_search_code", result),
             })
         }
+        SmallModel::CodeAsText => {
+            if !code {
+                return None;
+            }
+            let cells: Vec<Value> = past
+                .iter()
+                .filter(|p| p.name == "tool_search_code")
+                .filter_map(Past::success)
+                .collect();
+            let fenced = |body: String| {
+                Action::Answer(format!("I will run this:\n```javascript\n{body}\n```"))
+            };
+            Some(match cells.as_slice() {
+                [] => fenced(format!("await openclaw.tools.search({})", json!(query))),
+                [found] => {
+                    // Only the next step says which tool to call, and how.
+                    let Some(id) = next_step_id(found) else {
+                        return Some(not_found());
+                    };
+                    if id != target && target_name(&id) != target_name(target) {
+                        return Some(not_found());
+                    }
+                    fenced(format!(
+                        "return await openclaw.tools.call({}, {});",
+                        json!(id),
+                        scenario.arguments
+                    ))
+                }
+                [.., result] => answer("tool_search_code", result),
+            })
+        }
     }
+}
+
+/// The tool id in a cell answer's next step (`next`: "… {\"code\": \"return await
+/// openclaw.tools.call(\"ID\", …)\"} …").
+fn next_step_id(found: &Value) -> Option<String> {
+    let next = found.get("next")?.as_str()?;
+    let start = next.find('{')?;
+    let request: Value = serde_json::Deserializer::from_str(&next[start..])
+        .into_iter::<Value>()
+        .next()?
+        .ok()?;
+    let code = request.get("code")?.as_str()?;
+    let after = &code[code.find("openclaw.tools.call(")? + "openclaw.tools.call(".len()..];
+    let id: Value = serde_json::Deserializer::from_str(after)
+        .into_iter::<Value>()
+        .next()?
+        .ok()?;
+    id.as_str().map(str::to_string)
 }
 
 fn call(seen: &Seen, name: &str, arguments: Value, hidden_ok: bool) -> Action {

@@ -332,6 +332,25 @@ impl CellResult {
         serde_json::Value::Object(out)
     }
 
+    /// What a model reads of a cell: `{ok: true, value}` or `{ok: false, error: {kind, message}}`,
+    /// with `logs` only when the cell logged something (ending with the truncation marker when
+    /// lines were dropped). Telemetry (worker, timings, counters) is for people: it stays in
+    /// [`to_json`](CellResult::to_json) and the session log.
+    pub fn to_model_json(&self) -> serde_json::Value {
+        let mut out = self.to_json();
+        if let Some(object) = out.as_object_mut() {
+            object.remove("telemetry");
+            if object
+                .get("logs")
+                .and_then(serde_json::Value::as_array)
+                .is_some_and(Vec::is_empty)
+            {
+                object.remove("logs");
+            }
+        }
+        out
+    }
+
     /// The last console line of the user-facing shape when output was dropped at a cap: how many
     /// lines were dropped or cut and both caps.
     pub fn truncation_marker(&self) -> String {

@@ -42,7 +42,7 @@ use crate::telemetry::SessionLog;
 #[derive(Debug, Clone, PartialEq)]
 pub enum Reply {
     /// Success: exactly the JSON the model reads (a description, a call's envelope
-    /// `{tool, result}`, a code cell's `{ok: true, value, logs, telemetry}`).
+    /// `{tool, result}`, a code cell's `{ok: true, value, logs?, next?}`).
     Ok(Value),
     /// A search answer: R-5.1's JSON (`body`) and, beside it, what the answer covers — a line
     /// for the model (`note`: "8 of 37 matching tools shown; …") and the same for machines
@@ -50,7 +50,7 @@ pub enum Reply {
     /// text with the note on a line of its own.
     Searched(Searched),
     /// Failure: exactly the JSON the model reads (`{"error": {kind, message}}`, or a failed
-    /// cell's `{ok: false, error, logs, telemetry}`) and what kind of failure it is.
+    /// cell's `{ok: false, error, logs?}`) and what kind of failure it is.
     Failed {
         /// The coarse kind (adapters map it: MCP errors, reply flags).
         kind: FailureKind,
@@ -128,14 +128,20 @@ impl Reply {
         }
     }
 
-    fn cell(result: &CellResult) -> Reply {
+    /// A cell as the model reads it: value, logs and error, never telemetry; after a search,
+    /// the next step as `next`.
+    fn cell(result: &CellResult, next: Option<String>) -> Reply {
         if result.outcome.is_ok() {
-            Reply::Ok(result.to_json())
+            let mut body = result.to_model_json();
+            if let (Some(next), Some(object)) = (next, body.as_object_mut()) {
+                object.insert("next".into(), next.into());
+            }
+            Reply::Ok(body)
         } else {
             Reply::Failed {
                 kind: cell_failure_kind(&result.outcome),
                 error: None,
-                body: result.to_json(),
+                body: result.to_model_json(),
             }
         }
     }
@@ -166,7 +172,7 @@ impl From<Dispatch> for Reply {
             Dispatch::Searched(searched) => Reply::Searched(searched),
             Dispatch::Done(envelope) => Reply::Ok(envelope.to_json()),
             Dispatch::ClientCall(call) => Reply::ClientCall(call),
-            Dispatch::Cell(result) => Reply::cell(&result),
+            Dispatch::Cell(result, next) => Reply::cell(&result, next),
             Dispatch::Failed(error) => Reply::error(error),
             Dispatch::Recovered(dispatch, recovered) => Reply::Recovered {
                 reply: Box::new(Reply::from(*dispatch)),
@@ -578,6 +584,18 @@ impl Session {
         let inner = &self.inner;
         self.surface()
             .dispatch(&inner.gateway, inner.supervisor.as_ref(), name, arguments)
+            .await
+            .into()
+    }
+
+    /// A code cell the model wrote as text instead of calling `tool_search_code` (found by a
+    /// lenient agent): runs as that control's cell when the surface declares it, counted and
+    /// logged as a recovered call (`code_in_text`) with a hint to call the control next time;
+    /// otherwise an unknown-name error.
+    pub async fn handle_code_in_text(&self, code: &str) -> Reply {
+        let inner = &self.inner;
+        self.surface()
+            .dispatch_code_in_text(&inner.gateway, inner.supervisor.as_ref(), code)
             .await
             .into()
     }

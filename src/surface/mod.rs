@@ -31,6 +31,7 @@
 
 mod guidance;
 mod names;
+mod next;
 mod prompt;
 mod recover;
 
@@ -734,7 +735,8 @@ impl Surface {
         }
     }
 
-    /// A code cell of `code` on the run's sandbox (a failed cell when the run has none).
+    /// A code cell of `code` on the run's sandbox (a failed cell when the run has none), with
+    /// the next step when its value is a search answer.
     async fn code_cell(
         &self,
         gateway: &Gateway,
@@ -743,15 +745,50 @@ impl Surface {
     ) -> Dispatch {
         match supervisor {
             Some(supervisor) => {
-                Dispatch::Cell(self.run_cell(supervisor, gateway, code, None).await)
+                let result = self.run_cell(supervisor, gateway, code, None).await;
+                let next = match (&result.outcome, &result.value) {
+                    (crate::sandbox::Outcome::Ok, Some(value)) => {
+                        next::after_search(&gateway.index(), value)
+                    }
+                    _ => None,
+                };
+                Dispatch::Cell(result, next)
             }
-            None => Dispatch::Cell(CellResult::failed(
-                crate::sandbox::Outcome::WorkerSetupFailure {
-                    detail: "this run has no sandbox".into(),
-                },
-                Default::default(),
-            )),
+            None => Dispatch::Cell(
+                CellResult::failed(
+                    crate::sandbox::Outcome::WorkerSetupFailure {
+                        detail: "this run has no sandbox".into(),
+                    },
+                    Default::default(),
+                ),
+                None,
+            ),
         }
+    }
+
+    /// A code cell the model wrote as text instead of calling `tool_search_code` (a lenient
+    /// agent found it): runs as that control's cell when this surface declares it, as a
+    /// recovered call (`code_in_text`); otherwise the unknown-name error for that control.
+    pub async fn dispatch_code_in_text(
+        &self,
+        gateway: &Gateway,
+        supervisor: Option<&Supervisor>,
+        code: &str,
+    ) -> Dispatch {
+        const CONTROL: &str = "tool_search_code";
+        if self.target_of(CONTROL) != Some(Target::Control(Control::Code)) {
+            return Dispatch::Failed(self.guidance.unknown_name(CONTROL));
+        }
+        let normalized = recover::normalize_body(code);
+        let dispatched = self.code_cell(gateway, supervisor, &normalized.body).await;
+        let recovered = Recovered {
+            name: CONTROL.into(),
+            form: "code_in_text",
+            ran_as: CONTROL.into(),
+            hint: recover::code_in_text_hint(&normalized),
+        };
+        record_recovered(gateway, &recovered, &dispatched);
+        Dispatch::Recovered(Box::new(dispatched), recovered)
     }
 
     /// The wrong-shape plan of an undeclared `name`, if it is one. Bare `search` / `describe` /
@@ -773,13 +810,15 @@ impl Surface {
         name: &str,
         plan: &recover::Plan,
     ) -> (Dispatch, Recovered) {
-        let hint = recover::plan_hint(plan, self.mode);
+        let mut hint = recover::plan_hint(plan, self.mode);
         let (dispatched, ran_as) = if self.mode == Mode::Code {
             let body = plan.cell_body();
-            (
-                self.code_cell(gateway, supervisor, &body).await,
-                "tool_search_code",
-            )
+            let dispatched = self.code_cell(gateway, supervisor, &body).await;
+            if let Dispatch::Cell(_, Some(_)) = &dispatched {
+                // The answer's next step shows the control in use; no second example.
+                hint = recover::CODE_NEXT_HINT.into();
+            }
+            (dispatched, "tool_search_code")
         } else {
             let dispatched = match plan.op {
                 recover::Op::Search => {
@@ -857,8 +896,9 @@ pub enum Dispatch {
     Done(Envelope),
     /// A client tool: the application runs it and completes the call.
     ClientCall(ClientCall),
-    /// A code cell ran (its outcome may be a failure).
-    Cell(CellResult),
+    /// A code cell ran (its outcome may be a failure), and, when its value is a search answer,
+    /// the next step: the cell that calls the best hit (code mode's model reads it as `next`).
+    Cell(CellResult, Option<String>),
     /// The call failed; the error is the answer to the model.
     Failed(CallError),
     /// A call in the wrong shape ran as its structured equivalent: that equivalent's outcome
@@ -880,7 +920,7 @@ fn record_recovered(gateway: &Gateway, recovered: &Recovered, outcome: &Dispatch
     crate::telemetry::Counters::bump(&gateway.counters().recovered_calls);
     let ok = match outcome {
         Dispatch::Failed(_) => false,
-        Dispatch::Cell(cell) => cell.outcome.is_ok(),
+        Dispatch::Cell(cell, _) => cell.outcome.is_ok(),
         _ => true,
     };
     tracing::debug!(

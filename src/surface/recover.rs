@@ -264,7 +264,7 @@ pub struct Recovered {
     /// The name the model called.
     pub name: String,
     /// How it was recognised (`bridge_name`, `control_name`, `bare_name`,
-    /// `code_tool_search_args`, `code_body`).
+    /// `code_tool_search_args`, `fenced_body`, `implicit_return`, `code_in_text`, …).
     pub form: &'static str,
     /// What it ran as (`tool_search_code`, `tool_search`, `tool_describe`, `tool_call`).
     pub ran_as: String,
@@ -304,6 +304,22 @@ pub(crate) fn plan_hint(plan: &Plan, mode: Mode) -> String {
             }
         },
     }
+}
+
+/// The hint of a recovered search in code mode whose answer carries the next step.
+pub(crate) const CODE_NEXT_HINT: &str =
+    "Next time call tool_search_code itself; send the cell in \"next\" now.";
+
+/// The hint of a code cell the model wrote as text.
+pub(crate) fn code_in_text_hint(normalized: &Normalized) -> String {
+    let ending = if normalized.returned {
+        ", and end the body with return <value>"
+    } else {
+        ""
+    };
+    format!(
+        "Next time call tool_search_code with {{\"code\": \"<the JavaScript body>\"}} instead of writing the code in your message{ending}."
+    )
 }
 
 /// A `tool_search_code` body made to run as meant.

@@ -1330,6 +1330,59 @@ fn small_model_code_without_return_completes_in_code_auto_and_tools_mode() {
     }
 }
 
+/// A model that writes its cells as text in a fence (no tool call at all), as
+/// Qwen2.5-Coder-1.5B does after its first search: with lenient parsing each cell runs as
+/// `tool_search_code`, counted as recovered, and the search's answer names the next step — the
+/// cell that calls the target by its exact id — which is all the scripted model goes by.
+#[test]
+fn small_model_code_written_as_text_completes_through_the_next_step_in_code_and_auto_mode() {
+    for mode in SMALL_MODEL_MODES {
+        let lane = small_model_lane(SmallModel::CodeAsText, mode, true);
+        let label = mode.to_string();
+        if lane.session_mode != Mode::Code {
+            assert_completed(&lane, &label, &[]);
+            continue;
+        }
+        assert_completed(&lane, &label, &["tool_search_code", "tool_search_code"]);
+        for record in records(&lane.log, "recovered_call") {
+            assert_eq!(record["form"], "code_in_text", "{label}");
+        }
+        assert_eq!(lane.run.lenient_calls(), 2, "{label}");
+        assert!(
+            lane.run
+                .calls
+                .iter()
+                .all(|c| c.style == toolsearch::CallStyle::CodeInText),
+            "{label}"
+        );
+        // The first cell (a bare search, no return) answered with the hits and the next step.
+        let first = lane
+            .run
+            .messages()
+            .iter()
+            .find(|m| m["role"] == "tool")
+            .and_then(|m| m["content"].as_str())
+            .unwrap();
+        let body: Value = serde_json::Deserializer::from_str(first)
+            .into_iter::<Value>()
+            .next()
+            .unwrap()
+            .unwrap();
+        assert!(body.get("telemetry").is_none(), "{label}: {body}");
+        let next = body["next"].as_str().unwrap();
+        assert!(
+            next.contains(&format!(
+                "return await openclaw.tools.call(\\\"{TARGET_ID}\\\", {{{FIELD}: \\\"…\\\"}});"
+            )),
+            "{label}: {next}"
+        );
+        assert!(
+            next.contains(&format!("(input: {{ {FIELD}: string }})")),
+            "{label}: {next}"
+        );
+    }
+}
+
 /// A wrong-shape call to a policy-denied tool is refused exactly as the right-shape call is:
 /// the same error (kind and message), nothing about the policy, nothing ran; a wrong-shape
 /// search never lists it.

@@ -34,6 +34,82 @@ async fn cell_declaring(builder: SessionBuilder, code: &str) -> (Value, usize) {
     (reply.body(), session.tool_definitions().len())
 }
 
+/// A search hit is callable where it stands (`hit.call(args)`, `hit.describe()`), through the
+/// same gateway path; the methods are not enumerable, so hits serialise as before.
+#[test]
+fn search_hits_are_callable_in_a_cell() {
+    let log = SessionLog::in_memory();
+    let result = rt().block_on(cell(
+        code_session().session_log(log.clone()),
+        r#"const hits = await openclaw.tools.search("convert units", {limit: 3});
+const [t] = hits;
+const schema = await t.describe();
+const out = await t.call({value: 10, from_unit: "km", to_unit: "mi"});
+return {tool: out.tool.id, described: schema.id, keys: Object.keys(t), json: JSON.stringify(hits).includes("call")};"#,
+    ));
+    assert_eq!(result["ok"], true, "{result}");
+    assert_eq!(result["value"]["tool"], "plugin:units:convert_units");
+    assert_eq!(result["value"]["described"], "plugin:units:convert_units");
+    assert!(
+        !result["value"]["keys"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|k| k == "call" || k == "describe"),
+        "{result}"
+    );
+    assert_eq!(result["value"]["json"], false, "{result}");
+    let kinds: Vec<String> = log
+        .lines()
+        .iter()
+        .map(|r| r["type"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(
+        kinds,
+        ["run_start", "search", "describe", "call", "cell", "run_end"]
+    );
+}
+
+/// A cell whose value is a search answer gets the next step: the cell that calls the best hit
+/// by its exact id, with an arguments skeleton from its schema — for a single search and for a
+/// batch; a cell whose value is anything else gets none.
+#[test]
+fn a_search_answer_names_the_next_step() {
+    let rt = rt();
+    let single = rt.block_on(cell(
+        code_session(),
+        r#"return await openclaw.tools.search("convert units")"#,
+    ));
+    let next = single["next"].as_str().unwrap();
+    assert!(
+        next.starts_with("Next step: call tool_search_code with {\"code\":\"return await openclaw.tools.call(\\\"plugin:units:convert_units\\\", {"),
+        "{next}"
+    );
+    for field in ["value: 0", "from_unit: \\\"…\\\"", "to_unit: \\\"…\\\""] {
+        assert!(next.contains(field), "{field} in {next}");
+    }
+    let batch = rt.block_on(cell(
+        code_session(),
+        r#"return await openclaw.tools.search({queries: [{query: "convert units"}, {query: "send email"}]})"#,
+    ));
+    assert!(
+        batch["next"]
+            .as_str()
+            .unwrap()
+            .contains("plugin:units:convert_units"),
+        "{batch}"
+    );
+    for code in [
+        "return 42",
+        r#"return (await openclaw.tools.search("convert units")).map(h => h.id)"#,
+        r#"return await openclaw.tools.describe("plugin:units:convert_units")"#,
+    ] {
+        let result = rt.block_on(cell(code_session(), code));
+        assert_eq!(result["ok"], true, "{result}");
+        assert!(result.get("next").is_none(), "{code}: {result}");
+    }
+}
+
 #[test]
 fn the_walkthrough_cell_takes_the_gateway_path_and_is_logged() {
     let log = SessionLog::in_memory();
@@ -54,7 +130,12 @@ fn the_walkthrough_cell_takes_the_gateway_path_and_is_logged() {
         result["logs"][1]["text"],
         "using plugin:units:convert_units: { from_unit: string; to_unit: string; value: number }"
     );
-    assert_eq!(result["telemetry"]["bridge_calls"], 3);
+    // The model reads the value, logs and error; telemetry is for people (the session log).
+    assert!(result.get("telemetry").is_none(), "{result}");
+    assert!(
+        result.get("next").is_none(),
+        "a cell that called its tool has no next step"
+    );
     let kinds: Vec<String> = log
         .lines()
         .iter()
