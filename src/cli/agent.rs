@@ -46,8 +46,18 @@ impl ModeArg {
 #[derive(Debug, Args)]
 pub(super) struct ProviderArgs {
     /// The provider's base URL (http://127.0.0.1:8080) or its …/chat/completions URL.
-    #[arg(long, value_name = "URL")]
-    provider: String,
+    #[cfg_attr(
+        feature = "lab",
+        arg(long, value_name = "URL", required_unless_present = "scripted")
+    )]
+    #[cfg_attr(not(feature = "lab"), arg(long, value_name = "URL", required = true))]
+    provider: Option<String>,
+    /// Play the model with the scripted mock provider instead of --provider (bench agent
+    /// --tasks; optionally as a small model: bridge-names, bare-names, structured-controls,
+    /// fenced-code, no-return, code-as-text).
+    #[cfg(feature = "lab")]
+    #[arg(long, value_name = "BEHAVIOUR", num_args = 0..=1, default_missing_value = "well-behaved")]
+    scripted: Option<String>,
     /// The model name sent with each request (llama-server ignores it; Ollama needs it).
     #[arg(long, value_name = "NAME", default_value = "default")]
     model: String,
@@ -83,7 +93,8 @@ pub(super) struct ProviderArgs {
 
 impl ProviderArgs {
     fn config(&self) -> ProviderConfig {
-        let mut config = ProviderConfig::new(&self.provider, &self.model);
+        let mut config =
+            ProviderConfig::new(self.provider.as_deref().unwrap_or_default(), &self.model);
         config.api_key = std::env::var(&self.api_key_env)
             .ok()
             .filter(|k| !k.is_empty());
@@ -163,6 +174,9 @@ pub(super) fn agent(args: AgentArgs) -> Result<ExitCode> {
         let plan = session(&args.config, &args.catalog)?;
         let worker = worker_binary(&args.worker_binary)?;
         let options = args.provider.options(args.lenient, &plan.config.agent);
+        if args.provider.provider.is_none() {
+            anyhow::bail!("--provider is needed (--scripted is for bench agent --tasks)");
+        }
         let agent = Agent::new(args.provider.config(), options)?;
         let mode = args.mode.map(ModeArg::mode);
         let configure = |builder: SessionBuilder| {
@@ -256,9 +270,16 @@ pub(super) struct BenchAgentArgs {
     /// Take calls written as text as they come (default: lenient parsing on, counted apart).
     #[arg(long)]
     strict: bool,
-    /// Print {"rows": [...]} with each run's full record.
+    /// Print {"rows": [...]} with each run's full record (with --tasks: {"modes": [...],
+    /// "runs": [...]}).
     #[arg(long)]
     json: bool,
+    /// Run the built-in task suite instead of the one release-order scenario.
+    #[arg(long)]
+    tasks: bool,
+    /// Run only this task of the suite (repeatable; implies --tasks).
+    #[arg(long, value_name = "NAME")]
+    task: Vec<String>,
     /// The binary that runs code-mode workers (default: this executable).
     #[arg(long, hide = true)]
     worker_binary: Option<PathBuf>,
@@ -268,6 +289,22 @@ pub(super) struct BenchAgentArgs {
 pub(super) fn bench_agent(args: BenchAgentArgs) -> Result<ExitCode> {
     let binary = worker_binary(&args.worker_binary)?;
     let modes: Vec<Mode> = args.modes.iter().map(|m| m.mode()).collect();
+    if args.tasks || !args.task.is_empty() {
+        return crate::lab::command::bench_tasks(
+            crate::lab::command::TasksRun {
+                provider: args.provider.config(),
+                scripted: args.provider.scripted.clone(),
+                options: args.provider.options(!args.strict, &AgentLimits::default()),
+                modes,
+                only: args.task.clone(),
+                json: args.json,
+            },
+            &binary,
+        );
+    }
+    if args.provider.provider.is_none() {
+        anyhow::bail!("--provider is needed (--scripted plays only the task suite: add --tasks)");
+    }
     let rows = super::runtime()?.block_on(crate::lab::payload::agent(
         args.provider.config(),
         args.provider.options(!args.strict, &AgentLimits::default()),

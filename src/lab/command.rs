@@ -238,6 +238,18 @@ pub(crate) struct MockArgs {
     /// structured-controls, fenced-code, no-return or code-as-text.
     #[arg(long, value_name = "BEHAVIOUR")]
     small_model: Option<String>,
+    /// Play a task of the `bench agent --tasks` suite instead of --target (its steps in order).
+    #[arg(long, value_name = "NAME")]
+    task: Option<String>,
+}
+
+/// The suite's task names, comma-separated.
+pub(crate) fn task_names() -> String {
+    super::tasks::suite()
+        .iter()
+        .map(|t| t.name)
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 pub(crate) fn mock_provider(args: MockArgs) -> Result<ExitCode> {
@@ -264,6 +276,18 @@ pub(crate) fn mock_provider(args: MockArgs) -> Result<ExitCode> {
         })?),
         None => None,
     };
+    let steps = match &args.task {
+        Some(name) => {
+            let task = super::tasks::suite()
+                .into_iter()
+                .find(|t| t.name == name.as_str())
+                .ok_or_else(|| {
+                    anyhow::anyhow!("no task named {name:?} in the suite ({})", task_names())
+                })?;
+            super::tasks::mock_scenario(&task, small_model, args.text_calls).steps
+        }
+        None => Vec::new(),
+    };
     let scenario = MockScenario {
         target: args.target.clone(),
         arguments,
@@ -272,6 +296,7 @@ pub(crate) fn mock_provider(args: MockArgs) -> Result<ExitCode> {
         repeat_forever: args.repeat_forever,
         text_calls: args.text_calls,
         small_model,
+        steps,
     };
     runtime()?.block_on(async {
         let mock = if args.allow_remote {
@@ -457,6 +482,109 @@ fn print_payload(out: &mut impl Write, rows: &[PayloadRow]) -> Result<()> {
 
 fn opt<T: std::fmt::Display>(value: Option<T>) -> String {
     value.map_or_else(|| "-".to_string(), |v| v.to_string())
+}
+
+/// What `bench agent --tasks` runs.
+pub(crate) struct TasksRun {
+    /// The provider (unused when scripted).
+    pub provider: crate::agent::ProviderConfig,
+    /// Play the model with the mock provider: `well-behaved` or a small model's behaviour.
+    pub scripted: Option<String>,
+    /// The loop's options.
+    pub options: crate::agent::AgentOptions,
+    /// The modes, in order.
+    pub modes: Vec<crate::config::Mode>,
+    /// Only these tasks (all when empty).
+    pub only: Vec<String>,
+    /// Print JSON.
+    pub json: bool,
+}
+
+/// `toolsearch bench agent --tasks`: the suite per mode, a summary per mode and a line per
+/// task run.
+pub(crate) fn bench_tasks(run: TasksRun, worker_binary: &Path) -> Result<ExitCode> {
+    use super::tasks::{SuiteProvider, run_suite, suite, summarize};
+    let mut tasks = suite();
+    if !run.only.is_empty() {
+        for name in &run.only {
+            if !tasks.iter().any(|t| t.name == name.as_str()) {
+                bail!("no task named {name:?} in the suite ({})", task_names());
+            }
+        }
+        tasks.retain(|t| run.only.iter().any(|n| n == t.name));
+    }
+    let provider = match run.scripted.as_deref() {
+        None => SuiteProvider::External(run.provider),
+        Some(behaviour) => SuiteProvider::Scripted {
+            small_model: match behaviour {
+                "well-behaved" => None,
+                other => Some(SmallModel::parse(other).with_context(|| {
+                    format!("invalid --scripted {other:?}: expected well-behaved, bridge-names, bare-names, structured-controls, fenced-code, no-return or code-as-text")
+                })?),
+            },
+            text_calls: false,
+        },
+    };
+    let runs = runtime()?.block_on(run_suite(
+        &tasks,
+        &run.modes,
+        &provider,
+        &run.options,
+        worker_binary,
+    ))?;
+    let modes = summarize(&runs);
+    let mut out = std::io::stdout().lock();
+    if run.json {
+        writeln!(
+            out,
+            "{}",
+            serde_json::to_string_pretty(&serde_json::json!({"modes": modes, "runs": runs}))?
+        )?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    writeln!(
+        out,
+        "{:<10} {:>9} {:>8} {:>8} {:>13} {:>17} {:>15}",
+        "mode", "success", "rate", "turns", "prompt tok", "completion tok", "target p50 s"
+    )?;
+    for m in &modes {
+        writeln!(
+            out,
+            "{:<10} {:>9} {:>7.0}% {:>8.1} {:>13} {:>17} {:>15}",
+            m.mode,
+            format!("{}/{}", m.successes, m.tasks),
+            m.success_rate * 100.0,
+            m.median_turns,
+            m.prompt_tokens,
+            m.completion_tokens,
+            m.median_target_ms
+                .map_or("-".to_string(), |ms| format!("{:.2}", ms / 1000.0)),
+        )?;
+    }
+    writeln!(out)?;
+    writeln!(
+        out,
+        "{:<26} {:<10} {:<4} {:>5} {:>9}  {:<14} called",
+        "task", "mode", "ok", "turns", "recovered", "stop"
+    )?;
+    for r in &runs {
+        let mut called = r.called.join(" ");
+        if !r.wrong_tools.is_empty() {
+            called.push_str(&format!(" (wrong tools ran: {})", r.wrong_tools.join(" ")));
+        }
+        writeln!(
+            out,
+            "{:<26} {:<10} {:<4} {:>5} {:>9}  {:<14} {}",
+            r.task,
+            r.mode,
+            if r.success { "yes" } else { "no" },
+            r.turns,
+            r.recovered_calls,
+            r.stop,
+            clean(&called),
+        )?;
+    }
+    Ok(ExitCode::SUCCESS)
 }
 
 pub(crate) fn print_agent(out: &mut impl Write, rows: &[AgentRow]) -> Result<()> {

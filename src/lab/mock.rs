@@ -67,6 +67,22 @@ pub struct MockScenario {
     /// Get the controls' shape wrong as a small local model does; combines with
     /// `text_calls`.
     pub small_model: Option<SmallModel>,
+    /// A task of several steps, played in order (each as `target`, `arguments` and `queries`
+    /// are played); empty: the one step above. A step is done once a call of it answered with a
+    /// confirmation (`CONF-…`); a string argument `{{key}}` is filled with the value of `key`
+    /// in the previous step's result.
+    pub steps: Vec<MockStep>,
+}
+
+/// One step of a task of several steps.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct MockStep {
+    /// The tool: a name or an id.
+    pub target: String,
+    /// Its arguments (`{{key}}` strings filled from the previous step's result).
+    pub arguments: Value,
+    /// The queries that find it.
+    pub queries: Vec<String>,
 }
 
 /// How a scripted small model gets the controls' shape wrong. In direct mode, and
@@ -138,6 +154,7 @@ impl Default for MockScenario {
             repeat_forever: false,
             text_calls: false,
             small_model: None,
+            steps: Vec::new(),
         }
     }
 }

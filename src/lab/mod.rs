@@ -5,7 +5,8 @@
 //! the provider-payload and real-model benchmarks (`payload`), the scripted OpenAI-compatible
 //! mock provider, its scripted models and the release-order scenario (`mock`, `script`,
 //! `scenario`), the load test of `serve --http` and its lean MCP client (`serve_load`,
-//! `lean_client`), and the command lines of `bench`, `eval` and `mock-provider` (`command`).
+//! `lean_client`), the task suite of `bench agent --tasks` (`tasks`, with its vendored listings in
+//! `catalogs/`), and the command lines of `bench`, `eval` and `mock-provider` (`command`).
 //!
 //! Rules: product modules never import this one; the wing uses the product through the same
 //! crate APIs an adapter uses (sessions, the gateway, the search index, the sandbox's
@@ -28,12 +29,15 @@ pub(crate) mod scenario;
 mod script;
 pub mod search;
 pub(crate) mod serve_load;
+pub mod tasks;
 
 use std::path::{Path, PathBuf};
 
 use crate::catalog::{CatalogSnapshot, Source};
 
-pub use mock::{Fault, MockError, MockProvider, MockScenario, RecordedRequest, SmallModel};
+pub use mock::{
+    Fault, MockError, MockProvider, MockScenario, MockStep, RecordedRequest, SmallModel,
+};
 
 /// The agent benchmarks (`toolsearch bench payload`, `toolsearch bench agent`) and their
 /// scenario: synthetic catalogs, the release-order target, its executions.

@@ -53,6 +53,9 @@ pub enum BenchError {
     /// The provider URL is unusable.
     #[error(transparent)]
     Provider(#[from] ProviderError),
+    /// A task of the suite could not be set up.
+    #[error("task suite: {0}")]
+    Task(String),
 }
 
 /// A catalog to measure: its name and its tools (the target is added by the benchmark).

@@ -266,12 +266,95 @@ pub(crate) fn next(scenario: &MockScenario, seen: &Seen) -> (Mode, Action) {
         return (mode, first_move(scenario, seen, mode));
     }
     let past = history(seen.messages);
+    if !scenario.steps.is_empty() {
+        return (mode, play_steps(scenario, seen, mode, &past));
+    }
     if let Some(model) = scenario.small_model
         && let Some(action) = small_model_move(model, scenario, seen, mode, &past)
     {
         return (mode, action);
     }
     (mode, play_from(scenario, seen, mode, &past))
+}
+
+/// A task of several steps: the first step not yet confirmed plays on the history since the
+/// previous one was; once every step is, the answer quotes the last confirmation.
+fn play_steps(scenario: &MockScenario, seen: &Seen, mode: Mode, past: &[Past]) -> Action {
+    let mut start = 0;
+    let mut previous: Option<Value> = None;
+    for step in &scenario.steps {
+        let done = past[start..]
+            .iter()
+            .position(|p| p.success().is_some_and(|v| confirmed(&v)));
+        if let Some(offset) = done {
+            previous = past[start + offset].success();
+            start += offset + 1;
+            continue;
+        }
+        let arguments = match &previous {
+            Some(result) => fill(&step.arguments, result),
+            None => step.arguments.clone(),
+        };
+        let single = MockScenario {
+            target: step.target.clone(),
+            arguments,
+            queries: step.queries.clone(),
+            steps: Vec::new(),
+            ..scenario.clone()
+        };
+        let rest = &past[start..];
+        if let Some(model) = single.small_model
+            && let Some(action) = small_model_move(model, &single, seen, mode, rest)
+        {
+            return action;
+        }
+        return play_from(&single, seen, mode, rest);
+    }
+    match (past.get(start.wrapping_sub(1)), previous) {
+        (Some(last), Some(result)) => answer(&last.name, &result),
+        _ => Action::Answer("Done.".into()),
+    }
+}
+
+/// Whether a result carries a task step's confirmation.
+fn confirmed(result: &Value) -> bool {
+    match result {
+        Value::String(text) => text.starts_with("CONF-"),
+        Value::Array(items) => items.iter().any(confirmed),
+        Value::Object(fields) => fields.values().any(confirmed),
+        _ => false,
+    }
+}
+
+/// `arguments` with each `{{key}}` string replaced by the first value of `key` found in
+/// `result` (depth-first), or left as it is.
+fn fill(arguments: &Value, result: &Value) -> Value {
+    match arguments {
+        Value::String(text) => text
+            .strip_prefix("{{")
+            .and_then(|t| t.strip_suffix("}}"))
+            .and_then(|key| find_key(result, key))
+            .cloned()
+            .unwrap_or_else(|| arguments.clone()),
+        Value::Array(items) => Value::Array(items.iter().map(|v| fill(v, result)).collect()),
+        Value::Object(fields) => Value::Object(
+            fields
+                .iter()
+                .map(|(k, v)| (k.clone(), fill(v, result)))
+                .collect(),
+        ),
+        other => other.clone(),
+    }
+}
+
+fn find_key<'a>(value: &'a Value, key: &str) -> Option<&'a Value> {
+    match value {
+        Value::Object(fields) => fields
+            .get(key)
+            .or_else(|| fields.values().find_map(|v| find_key(v, key))),
+        Value::Array(items) => items.iter().find_map(|v| find_key(v, key)),
+        _ => None,
+    }
 }
 
 /// The move of a small model that gets the controls' shape wrong, or `None` where
@@ -397,13 +480,16 @@ fn small_model_move(
             Some(match cells.as_slice() {
                 [] => fenced(format!("await openclaw.tools.search({})", json!(query))),
                 [found] => {
-                    // Only the next step says which tool to call, and how.
-                    let Some(id) = next_step_id(found) else {
-                        return Some(not_found());
+                    // The next step says which tool to call, and how; when it names another
+                    // hit than the one wanted, the model picks the wanted one from the hits.
+                    let id = match next_step_id(found) {
+                        Some(id) if id == target || target_name(&id) == target_name(target) => id,
+                        Some(_) => match find_hit(found, target) {
+                            Some(id) => id.to_string(),
+                            None => return Some(not_found()),
+                        },
+                        None => return Some(not_found()),
                     };
-                    if id != target && target_name(&id) != target_name(target) {
-                        return Some(not_found());
-                    }
                     fenced(format!(
                         "return await openclaw.tools.call({}, {});",
                         json!(id),

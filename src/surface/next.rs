@@ -38,7 +38,7 @@ pub(crate) fn after_search(index: &SearchIndex, value: &Value) -> Option<String>
         .map(|signature| format!(" (input: {signature})"))
         .unwrap_or_default();
     Some(format!(
-        "Next step: call tool_search_code with {request} to run {id}{input}, with the values from the request in place of each \u{2026}.",
+        "Next step: call tool_search_code with {request} to run {id}{input}, with the values from the request in place of each \u{2026} (or use another hit's id if it fits the request better).",
         id = Value::from(id)
     ))
 }

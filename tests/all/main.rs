@@ -43,3 +43,5 @@ mod session;
 mod signature;
 /// What the model sees per mode, provider names, dispatch and hydration.
 mod surface;
+/// The task suite of `bench agent --tasks`, played by the scripted models in every mode.
+mod tasks;
