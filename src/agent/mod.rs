@@ -14,7 +14,7 @@
 //! declared: it runs as that control's cell and counts as recovered.
 //!
 //! A model's mistakes are answered, not fatal: non-JSON arguments and a first identical repeat
-//! get an error tool result; an unknown or undeclared name gets the session's own recovery
+//! get an error tool result; an empty answer to a tool result is asked again once per run; an unknown or undeclared name gets the session's own recovery
 //! message; a call in the wrong shape that the session understood (a bridge function's name as
 //! a tool, a fenced cell body…) runs and is counted ([`AgentRun::recovered_calls`]). Provider trouble is retried where that can help (`provider.rs`) and otherwise ends
 //! the run with a [`ProviderError`].
@@ -324,7 +324,12 @@ struct Conversation {
     deadline: Option<Instant>,
     /// Since when the run waits for the application to complete a client call.
     paused: Option<Instant>,
+    /// An empty answer after a tool result was already answered with a nudge.
+    nudged: bool,
 }
+
+/// What the loop says once when the model answers a tool result with nothing at all.
+const EMPTY_ANSWER_NUDGE: &str = "Your last answer was empty. Continue the task: fix the call if the tool result says how, or answer the user.";
 
 /// The record of one run: why it stopped, the answer, and what every request and call cost.
 #[derive(Debug, Clone)]
@@ -635,7 +640,22 @@ impl Agent {
                     _ => None,
                 };
                 let Some(code) = code else {
-                    run.answer = Some(completion.content.unwrap_or_default());
+                    let content = completion.content.unwrap_or_default();
+                    // Small models sometimes answer a failed call with nothing: that is not a
+                    // final answer. Once per run, the loop asks again.
+                    let after_tool = run
+                        .conversation
+                        .messages
+                        .last()
+                        .is_some_and(|m| m["role"] == "tool");
+                    if content.trim().is_empty() && after_tool && !run.conversation.nudged {
+                        run.conversation.nudged = true;
+                        run.conversation
+                            .messages
+                            .push(json!({"role": "user", "content": EMPTY_ANSWER_NUDGE}));
+                        return true;
+                    }
+                    run.answer = Some(content);
                     return false;
                 };
                 let call = RawCall {

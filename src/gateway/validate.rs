@@ -163,7 +163,16 @@ pub(crate) fn problems(
         } else {
             path
         };
+        let placeholder = error
+            .instance()
+            .as_str()
+            .filter(|text| is_placeholder(text));
         let reason = match error.kind() {
+            // A value copied from an example's skeleton ("…", "<value>"): say what to put there.
+            _ if placeholder.is_some() => format!(
+                "{} is a placeholder: put the real value from the user's request here",
+                short(error.instance())
+            ),
             ValidationErrorKind::Required { property } => {
                 let name = property.as_str().unwrap_or_default();
                 format!(
@@ -231,6 +240,17 @@ pub(crate) fn problems(
     }
     pair_misspellings(&mut out);
     out
+}
+
+/// Whether `text` is a placeholder rather than a value: only dots or ellipses (`...`, `…`), or
+/// one short `<name>`.
+fn is_placeholder(text: &str) -> bool {
+    let text = text.trim();
+    (!text.is_empty() && text.chars().all(|c| c == '.' || c == '\u{2026}'))
+        || (text.len() <= 64
+            && text.starts_with('<')
+            && text.ends_with('>')
+            && !text[1..text.len() - 1].contains(['<', '>']))
 }
 
 /// When a required property is missing and an unexpected one looks like it, say so on the
@@ -337,4 +357,19 @@ pub(crate) fn render(tool_id: &str, problems: &[Problem], signature: &str) -> St
     text.push_str(&format!("\nExpected input: {signature}"));
     text.push_str("\nFix the arguments and call again.");
     text
+}
+
+#[cfg(test)]
+mod tests {
+    use super::is_placeholder;
+
+    #[test]
+    fn placeholders_are_dots_ellipses_or_one_short_name_in_angle_brackets() {
+        for text in ["...", "\u{2026}", " .. ", "<release_order_ref>", "<value>"] {
+            assert!(is_placeholder(text), "{text}");
+        }
+        for text in ["", "RO-20417", "a...b", "<b>bold</b>", "x < y", "Wait..."] {
+            assert!(!is_placeholder(text), "{text}");
+        }
+    }
 }

@@ -29,6 +29,8 @@ pub type Wording = Arc<dyn Fn(&CallError) -> String + Send + Sync>;
 pub struct GatewayBridge {
     gateway: Gateway,
     wording: Option<Wording>,
+    /// The answer of the cell's last successful search.
+    last_search: Arc<std::sync::Mutex<Option<Value>>>,
 }
 
 impl std::fmt::Debug for GatewayBridge {
@@ -46,6 +48,7 @@ impl GatewayBridge {
         GatewayBridge {
             gateway,
             wording: None,
+            last_search: Arc::default(),
         }
     }
 
@@ -54,6 +57,15 @@ impl GatewayBridge {
     pub fn with_wording(mut self, wording: Wording) -> Self {
         self.wording = Some(wording);
         self
+    }
+
+    /// The answer of the last search that succeeded through this bridge (what the cell found,
+    /// even when the cell then failed).
+    pub fn last_search(&self) -> Option<Value> {
+        self.last_search
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone()
     }
 
     fn reject(&self, error: CallError) -> BridgeError {
@@ -119,11 +131,18 @@ impl Bridge for GatewayBridge {
         match op {
             // The single form crosses as `{hits, matched, truncated, not_found?, note}`: the
             // prelude hands the guest the array, with the rest as its properties.
-            BridgeOp::Search => self
-                .gateway
-                .search(&search_request(arg(&args, 0), arg(&args, 1)))
-                .map(|response| response.to_object(self.gateway.search_limits().max_limit()))
-                .map_err(|e| self.reject(e)),
+            BridgeOp::Search => {
+                let answer = self
+                    .gateway
+                    .search(&search_request(arg(&args, 0), arg(&args, 1)))
+                    .map(|response| response.to_object(self.gateway.search_limits().max_limit()))
+                    .map_err(|e| self.reject(e))?;
+                *self
+                    .last_search
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(answer.clone());
+                Ok(answer)
+            }
             BridgeOp::Describe => self
                 .gateway
                 .describe(&arg(&args, 0))

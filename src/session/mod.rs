@@ -128,8 +128,8 @@ impl Reply {
         }
     }
 
-    /// A cell as the model reads it: value, logs and error, never telemetry; after a search,
-    /// the next step as `next`.
+    /// A cell as the model reads it: value, logs and error, never telemetry; after a search
+    /// (a value of hits, or a failure once a search found something), the next step as `next`.
     fn cell(result: &CellResult, next: Option<String>) -> Reply {
         if result.outcome.is_ok() {
             let mut body = result.to_model_json();
@@ -138,10 +138,14 @@ impl Reply {
             }
             Reply::Ok(body)
         } else {
+            let mut body = result.to_model_json();
+            if let (Some(next), Some(object)) = (next, body.as_object_mut()) {
+                object.insert("next".into(), next.into());
+            }
             Reply::Failed {
                 kind: cell_failure_kind(&result.outcome),
                 error: None,
-                body: result.to_model_json(),
+                body,
             }
         }
     }

@@ -564,12 +564,26 @@ impl Surface {
         code: &str,
         timeout: Option<std::time::Duration>,
     ) -> CellResult {
+        self.run_cell_searched(supervisor, gateway, code, timeout)
+            .await
+            .0
+    }
+
+    /// [`Surface::run_cell`], and the answer of the cell's last successful search.
+    async fn run_cell_searched(
+        &self,
+        supervisor: &Supervisor,
+        gateway: &Gateway,
+        code: &str,
+        timeout: Option<std::time::Duration>,
+    ) -> (CellResult, Option<Value>) {
         use tracing::Instrument;
         let span = tracing::debug_span!("code_cell", run_id = %gateway.run().run_id);
+        let bridge = Arc::new(self.cell_bridge(gateway));
         let result = supervisor
             .run_cell(
                 code,
-                Arc::new(self.cell_bridge(gateway)),
+                bridge.clone(),
                 CellOptions {
                     timeout,
                     ..CellOptions::default()
@@ -596,7 +610,7 @@ impl Surface {
         fields.insert("run_ms".into(), json!(result.telemetry.run_ms));
         fields.insert("bridge_calls".into(), json!(result.telemetry.bridge_calls));
         gateway.session_log().record("cell", fields);
-        result
+        (result, bridge.last_search())
     }
 
     /// The tool definitions in `format`.
@@ -736,7 +750,7 @@ impl Surface {
     }
 
     /// A code cell of `code` on the run's sandbox (a failed cell when the run has none), with
-    /// the next step when its value is a search answer.
+    /// the next step when its value is a search answer, or when it failed after a search.
     async fn code_cell(
         &self,
         gateway: &Gateway,
@@ -745,10 +759,16 @@ impl Surface {
     ) -> Dispatch {
         match supervisor {
             Some(supervisor) => {
-                let result = self.run_cell(supervisor, gateway, code, None).await;
-                let next = match (&result.outcome, &result.value) {
-                    (crate::sandbox::Outcome::Ok, Some(value)) => {
+                let (result, searched) = self
+                    .run_cell_searched(supervisor, gateway, code, None)
+                    .await;
+                let next = match (&result.outcome, &result.value, searched) {
+                    (crate::sandbox::Outcome::Ok, Some(value), _) => {
                         next::after_search(&gateway.index(), value)
+                    }
+                    // A cell that failed after a search: what it found, and how to call it.
+                    (outcome, _, Some(found)) if !outcome.is_ok() => {
+                        next::after_search(&gateway.index(), &found)
                     }
                     _ => None,
                 };
@@ -896,8 +916,9 @@ pub enum Dispatch {
     Done(Envelope),
     /// A client tool: the application runs it and completes the call.
     ClientCall(ClientCall),
-    /// A code cell ran (its outcome may be a failure), and, when its value is a search answer,
-    /// the next step: the cell that calls the best hit (code mode's model reads it as `next`).
+    /// A code cell ran (its outcome may be a failure), and, when its value is a search answer
+    /// or it failed after a search, the next step: the cell that calls the best hit (code
+    /// mode's model reads it as `next`).
     Cell(CellResult, Option<String>),
     /// The call failed; the error is the answer to the model.
     Failed(CallError),

@@ -3,7 +3,8 @@
 //!
 //! Small models that search in code mode tend to search again, or to answer in prose, instead
 //! of calling what they found. A cell whose value is search hits (an array of hits, or a batch's
-//! groups) gets one line telling the model the exact next call: `tool_search_code` with a body
+//! groups), or that failed after a search found something, gets one line telling the model the
+//! exact next call: `tool_search_code` with a body
 //! that calls the first hit by its exact id, with an arguments object built from the tool's
 //! input schema — its required properties (all of them when none is required, up to
 //! [`MAX_ARGUMENTS`]) with a placeholder per type for the model to fill in from the request.
@@ -43,10 +44,14 @@ pub(crate) fn after_search(index: &SearchIndex, value: &Value) -> Option<String>
     ))
 }
 
-/// The first hit of a search answer: an array of hits, or a batch `{results: [{candidates}]}`.
+/// The first hit of a search answer: an array of hits, the bridge's `{hits, …}`, or a batch
+/// `{results: [{candidates}]}`.
 fn first_hit(value: &Value) -> Option<&Value> {
     let hits = match value {
         Value::Array(hits) => hits,
+        Value::Object(object) if object.get("hits").is_some_and(Value::is_array) => {
+            object.get("hits")?.as_array()?
+        }
         Value::Object(object) => object
             .get("results")?
             .as_array()?
@@ -155,6 +160,8 @@ mod tests {
         assert_eq!(first_hit(&json!([hit.clone()])), Some(&hit));
         let batch = json!({"results": [{"candidates": []}, {"candidates": [hit.clone()]}]});
         assert_eq!(first_hit(&batch), Some(&hit));
+        let bridge = json!({"hits": [hit.clone()], "matched": 3, "truncated": false});
+        assert_eq!(first_hit(&bridge), Some(&hit));
         for value in [
             json!([]),
             json!([{"id": "x"}]),

@@ -99,6 +99,25 @@ fn a_search_answer_names_the_next_step() {
             .contains("plugin:units:convert_units"),
         "{batch}"
     );
+    // A cell that failed after its search found something: the error, and the same next step
+    // (here the model got the argument names wrong, as Qwen2.5-Coder-1.5B does).
+    for failing in [
+        r#"const [t] = await openclaw.tools.search("convert units"); return await t.call({amount: 42});"#,
+        r#"const hits = await openclaw.tools.search("convert units"); return await hits[0].describe(hits.matched[0].id);"#,
+    ] {
+        let failed = rt.block_on(cell(code_session(), failing));
+        assert_eq!(failed["ok"], false, "{failed}");
+        assert!(failed["error"]["message"].is_string(), "{failed}");
+        assert!(
+            failed["next"].as_str().is_some_and(|n| n
+                .contains("openclaw.tools.call(\\\"plugin:units:convert_units\\\"")
+                && n.contains("from_unit: \\\"…\\\"")),
+            "{failed}"
+        );
+    }
+    let no_search = rt.block_on(cell(code_session(), "throw new Error('x')"));
+    assert_eq!(no_search["ok"], false);
+    assert!(no_search.get("next").is_none(), "{no_search}");
     for code in [
         "return 42",
         r#"return (await openclaw.tools.search("convert units")).map(h => h.id)"#,
