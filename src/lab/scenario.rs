@@ -242,15 +242,7 @@ pub fn release_order_tool(executions: &Executions) -> Descriptor {
             "Look up a warehouse release order by its reference and return its release status \
              together with the confirmation code issued by the warehouse.",
         )
-        .input_schema(json!({
-            "type": "object",
-            "properties": {
-                TARGET_FIELD: {"type": "string", "pattern": "^RO-[0-9]{4,8}$",
-                                "description": "Release-order reference, e.g. RO-20417"}
-            },
-            "required": [TARGET_FIELD],
-            "additionalProperties": false,
-        }))
+        .input_schema(release_order_schema())
         .output_schema(json!({
             "type": "object",
             "properties": {
@@ -277,6 +269,19 @@ pub fn release_order_tool(executions: &Executions) -> Descriptor {
                 })))
             }
         })))
+}
+
+/// The target's input schema: a required release-order reference (`RO-` and 4–8 digits).
+pub fn release_order_schema() -> Value {
+    json!({
+        "type": "object",
+        "properties": {
+            TARGET_FIELD: {"type": "string", "pattern": "^RO-[0-9]{4,8}$",
+                            "description": "Release-order reference, e.g. RO-20417"}
+        },
+        "required": [TARGET_FIELD],
+        "additionalProperties": false,
+    })
 }
 
 /// What the benchmarks ask and expect.

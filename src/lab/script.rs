@@ -174,6 +174,14 @@ fn history(messages: &[Value]) -> Vec<Past> {
     past
 }
 
+/// The successful results of the code cells so far, in order.
+fn successful_cells(past: &[Past]) -> Vec<Value> {
+    past.iter()
+        .filter(|p| p.name == "tool_search_code")
+        .filter_map(Past::success)
+        .collect()
+}
+
 /// The first successful result of a call of `name`.
 fn done(past: &[Past], name: &str) -> Option<Value> {
     past.iter()
@@ -437,11 +445,7 @@ fn small_model_move(
             if !code {
                 return None;
             }
-            let cells: Vec<Value> = past
-                .iter()
-                .filter(|p| p.name == "tool_search_code")
-                .filter_map(Past::success)
-                .collect();
+            let cells = successful_cells(past);
             Some(match cells.as_slice() {
                 // A bare expression, awaited.
                 [] => call(
@@ -469,11 +473,7 @@ fn small_model_move(
             if !code {
                 return None;
             }
-            let cells: Vec<Value> = past
-                .iter()
-                .filter(|p| p.name == "tool_search_code")
-                .filter_map(Past::success)
-                .collect();
+            let cells = successful_cells(past);
             let fenced = |body: String| {
                 Action::Answer(format!("I will run this:\n```javascript\n{body}\n```"))
             };

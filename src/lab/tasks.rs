@@ -33,7 +33,9 @@ use crate::session::Session;
 
 use super::mock::{MockProvider, MockScenario, MockStep, SmallModel};
 use super::payload::BenchError;
-use super::scenario::{TARGET_FIELD, TARGET_NAME, fresh_nonce, synthetic_tools};
+use super::scenario::{
+    TARGET_FIELD, TARGET_NAME, fresh_nonce, release_order_schema, synthetic_tools,
+};
 
 const GITHUB_LISTING: &str = include_str!("catalogs/github_mcp_server.jsonl");
 const NPM_LISTING: &str = include_str!("catalogs/npm_mcp_servers.jsonl");
@@ -386,29 +388,17 @@ fn catalog(task: &Task, ran: &Ran) -> Vec<Descriptor> {
                     "Look up a warehouse release order by its reference and return its release \
                      status together with the confirmation code issued by the warehouse.",
                 )
-                .input_schema(release_schema());
+                .input_schema(release_order_schema());
             tools.push(stub_of(target));
             if !task.denied.is_empty() {
                 let decoy = Descriptor::new(Source::Plugin, "depot", DECOY_NAME)
                     .description("Look up a release order and return its release status")
-                    .input_schema(release_schema());
+                    .input_schema(release_order_schema());
                 tools.push(stub_of(decoy));
             }
             tools
         }
     }
-}
-
-fn release_schema() -> Value {
-    json!({
-        "type": "object",
-        "properties": {
-            TARGET_FIELD: {"type": "string", "pattern": "^RO-[0-9]{4,8}$",
-                            "description": "Release-order reference, e.g. RO-20417"}
-        },
-        "required": [TARGET_FIELD],
-        "additionalProperties": false,
-    })
 }
 
 /// Whether `actual` holds every expected value: objects by key (extra keys allowed), arrays
