@@ -64,6 +64,15 @@ enum Command {
     /// The scripted mock provider (needs the default build).
     #[cfg(not(feature = "lab"))]
     MockProvider(NotBuilt),
+    /// Serve a tool listing over stdio, every tool a nonce-producing stub (the task suite's
+    /// upstream MCP server).
+    #[cfg(feature = "lab")]
+    #[command(hide = true)]
+    StubMcp(crate::lab::stub_mcp::StubMcpArgs),
+    /// The task suite's stub MCP server (needs the default build).
+    #[cfg(not(feature = "lab"))]
+    #[command(hide = true)]
+    StubMcp(NotBuilt),
     /// Benchmarks.
     #[cfg(feature = "lab")]
     #[command(subcommand)]
@@ -82,7 +91,8 @@ struct NotBuilt {
     rest: Vec<String>,
 }
 
-/// The answer of `bench`, `eval` and `mock-provider` in a build without the measurement wing.
+/// The answer of `bench`, `eval`, `mock-provider` and `stub-mcp` in a build without the
+/// measurement wing.
 #[cfg(not(feature = "lab"))]
 fn not_built(command: &str) -> Result<ExitCode> {
     eprintln!(
@@ -274,11 +284,15 @@ fn run(cli: Cli) -> Result<ExitCode> {
         #[cfg(feature = "lab")]
         Command::MockProvider(args) => crate::lab::command::mock_provider(args),
         #[cfg(feature = "lab")]
+        Command::StubMcp(args) => crate::lab::stub_mcp::stub_mcp(args),
+        #[cfg(feature = "lab")]
         Command::Eval(args) => crate::lab::command::eval(args),
         #[cfg(not(feature = "lab"))]
         Command::Bench(_) => not_built("bench"),
         #[cfg(not(feature = "lab"))]
         Command::MockProvider(_) => not_built("mock-provider"),
+        #[cfg(not(feature = "lab"))]
+        Command::StubMcp(_) => not_built("stub-mcp"),
         #[cfg(not(feature = "lab"))]
         Command::Eval(_) => not_built("eval"),
     }

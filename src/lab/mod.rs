@@ -5,18 +5,19 @@
 //! the provider-payload and real-model benchmarks (`payload`), the scripted OpenAI-compatible
 //! mock provider, its scripted models and the release-order scenario (`mock`, `script`,
 //! `scenario`), the load test of `serve --http` and its lean MCP client (`serve_load`,
-//! `lean_client`), the task suite of `bench agent --tasks` (`tasks`, with its vendored listings in
-//! `catalogs/`), and the command lines of `bench`, `eval` and `mock-provider` (`command`).
+//! `lean_client`), the task suite of `bench agent --tasks` (`tasks`) and the stub MCP server
+//! serving its vendored listings in `catalogs/` (`stub_mcp`, the hidden `stub-mcp` command), and
+//! the command lines of `bench`, `eval` and `mock-provider` (`command`).
 //!
 //! Rules: product modules never import this one; the wing uses the product through the same
-//! crate APIs an adapter uses (sessions, the gateway, the search index, the sandbox's
-//! supervisor), except the in-process floor, which reaches the isolate through the one
+//! crate APIs an adapter uses (sessions, MCP upstreams, the gateway, the search index, the
+//! sandbox's supervisor), except the in-process floor, which reaches the isolate through the one
 //! crate-private door `sandbox::lab_hook`. Every series checks its results, so a broken path
 //! cannot look fast.
 //!
 //! Limits: behind the cargo feature `lab` (on by default; it needs `demo`). A build without it
-//! has no `bench`, `eval` or `mock-provider` command and says so. The in-process floor runs a
-//! cell *unsandboxed* and only ever runs the bench's own cell, never a model's code.
+//! has no `bench`, `eval`, `mock-provider` or `stub-mcp` command and says so. The in-process
+//! floor runs a cell *unsandboxed* and only ever runs the bench's own cell, never a model's code.
 
 pub mod cells;
 pub(crate) mod command;
@@ -29,6 +30,7 @@ pub(crate) mod scenario;
 mod script;
 pub mod search;
 pub(crate) mod serve_load;
+pub(crate) mod stub_mcp;
 pub mod tasks;
 
 use std::path::{Path, PathBuf};

@@ -3,31 +3,36 @@
 //! any OpenAI-compatible provider (a real model) or the scripted mock provider.
 //!
 //! Owns: the built-in tasks ([`suite`]), their catalogs (the embedded demo catalog; the GitHub
-//! MCP server and npm reference-server listings vendored in `catalogs/`, every tool a
-//! nonce-producing stub; the synthetic 56 of the release-order scenario), the verdict of one run
-//! ([`TaskRun`]) and the per-mode summary ([`ModeSummary`]).
+//! MCP server and npm reference-server listings vendored in `catalogs/`, served by the stub MCP
+//! server [`super::stub_mcp`] — one `toolsearch stub-mcp` child per server of a listing, reached
+//! through the product's MCP upstreams like a user's servers, every tool a nonce-producing stub;
+//! the synthetic 56 of the release-order scenario), the verdict of one run ([`TaskRun`]) and the
+//! per-mode summary ([`ModeSummary`]).
 //!
 //! A task succeeds only when each of its steps' target tools ran, in order, with arguments that
 //! match the expected ones (every expected key present; strings compared trimmed and
 //! case-insensitively; extra keys allowed) and the final answer quotes the last step's nonce. A
 //! wrong tool never counts: its execution is recorded (with its own nonce) and listed. A
-//! policy-denied decoy that runs fails the task.
+//! policy-denied decoy that runs fails the task. An execution is what an in-process stub
+//! recorded or what a stub MCP server appended to its record file (a temporary directory per
+//! run, removed afterwards); both carry the wall clock in milliseconds since the Unix epoch.
 //!
-//! Never does: read `../shared` or anything outside the binary at run time; run a listing's real
-//! server (the listings are real, their behaviour is the stub); share state between tasks (each
-//! run gets a fresh catalog, world, policy and session).
+//! Never does: read `../shared`, or any file but its stub servers' records, at run time (the
+//! listings are built into the binary); run a listing's real server (the listings are real,
+//! their behaviour is the stub); share state between tasks (each run gets a fresh catalog,
+//! world, policy, session and stub servers, stopped when it ends).
 
 use std::collections::BTreeMap;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
-use std::time::Instant;
 
 use serde::Serialize;
 use serde_json::{Value, json};
 
 use crate::agent::{Agent, AgentOptions, AgentRun, ProviderConfig};
 use crate::catalog::{CatalogSnapshot, Descriptor, FnTool, Source, ToolOutput};
-use crate::config::{Config, Mode};
+use crate::config::{Config, McpApproval, McpServer, McpTransport, Mode};
+use crate::mcp::{Status, Upstreams};
 use crate::policy::Policy;
 use crate::session::Session;
 
@@ -36,9 +41,7 @@ use super::payload::BenchError;
 use super::scenario::{
     TARGET_FIELD, TARGET_NAME, fresh_nonce, release_order_schema, synthetic_tools,
 };
-
-const GITHUB_LISTING: &str = include_str!("catalogs/github_mcp_server.jsonl");
-const NPM_LISTING: &str = include_str!("catalogs/npm_mcp_servers.jsonl");
+use super::stub_mcp::{self, LISTINGS, unix_ms};
 
 /// Tools of the synthetic catalog, the target included.
 pub const SYNTHETIC_TOOLS: usize = 56;
@@ -50,8 +53,8 @@ pub enum TaskCatalog {
     /// The embedded demo catalog (323 tools, in-memory implementations; the targets become
     /// stubs).
     Demo,
-    /// The GitHub MCP server (117 tools) and npm reference servers (95) listings, every tool a
-    /// stub.
+    /// The GitHub MCP server (117 tools) and npm reference servers (95) listings, served by
+    /// the stub MCP server (every tool a stub).
     GithubNpm,
     /// 55 synthetic tools and the release-order target.
     Synthetic,
@@ -301,10 +304,11 @@ pub fn suite() -> Vec<Task> {
 /// The decoy of the denied-decoy task: it reads like the request, and the policy denies it.
 pub const DECOY_NAME: &str = "release_order_lookup";
 
-/// One execution of a stub: tool id, arguments, nonce, when.
-type Execution = (String, Value, String, Instant);
+/// One execution of a stub: tool id, arguments, nonce, when (milliseconds since the Unix
+/// epoch, the clock of in-process stubs and of the stub MCP server's record alike).
+type Execution = (String, Value, String, f64);
 
-/// Every execution of a stub during one run.
+/// Every execution of an in-process stub during one run.
 #[derive(Debug, Clone, Default)]
 struct Ran(Arc<Mutex<Vec<Execution>>>);
 
@@ -333,7 +337,7 @@ fn stub(mut tool: Descriptor, yields: Value, ran: &Ran) -> Descriptor {
             ran.0
                 .lock()
                 .unwrap_or_else(std::sync::PoisonError::into_inner)
-                .push((id, args, nonce.clone(), Instant::now()));
+                .push((id, args, nonce.clone(), unix_ms()));
             let mut answer = json!({"ok": true, "confirmation": nonce});
             if let (Some(out), Some(extra)) = (answer.as_object_mut(), yields.as_object()) {
                 out.extend(extra.clone());
@@ -343,7 +347,8 @@ fn stub(mut tool: Descriptor, yields: Value, ran: &Ran) -> Descriptor {
     })))
 }
 
-/// The task's catalog, its targets and every listing tool stubbed.
+/// The task's in-process catalog, its targets (and the denied decoy) stubbed. Empty for
+/// [`TaskCatalog::GithubNpm`], whose tools come from its stub MCP servers ([`stub_servers`]).
 fn catalog(task: &Task, ran: &Ran) -> Vec<Descriptor> {
     let yields: BTreeMap<&str, &Value> = task
         .steps
@@ -369,18 +374,7 @@ fn catalog(task: &Task, ran: &Ran) -> Vec<Descriptor> {
                 })
                 .collect()
         }
-        TaskCatalog::GithubNpm => {
-            let mut tools = Vec::new();
-            for (text, stem) in [
-                (GITHUB_LISTING, "github-mcp-server"),
-                (NPM_LISTING, "npm-mcp-servers"),
-            ] {
-                if let Some(loaded) = crate::catalog::file::parse(text, stem, Source::Mcp) {
-                    tools.extend(loaded.descriptors.into_iter().map(stub_of));
-                }
-            }
-            tools
-        }
+        TaskCatalog::GithubNpm => Vec::new(),
         TaskCatalog::Synthetic => {
             let mut tools = synthetic_tools(SYNTHETIC_TOOLS - 1);
             let target = Descriptor::new(Source::Plugin, "logistics", TARGET_NAME)
@@ -398,6 +392,200 @@ fn catalog(task: &Task, ran: &Ran) -> Vec<Descriptor> {
             }
             tools
         }
+    }
+}
+
+/// The servers of the vendored listings, in listing order: `(listing, server, its tools' raw
+/// names)`. Each server is one stub MCP server, named as its listing entries' `server`, so that
+/// its tools' ids read `mcp:<server>:<tool>`.
+type ListingServer = (&'static str, String, Vec<String>);
+
+fn listing_servers() -> Result<Vec<ListingServer>, BenchError> {
+    let mut servers: Vec<ListingServer> = Vec::new();
+    for (listing, text) in LISTINGS {
+        let entries = stub_mcp::entries(text)
+            .map_err(|e| BenchError::Task(format!("the listing {listing}: {e:#}")))?;
+        for entry in entries {
+            let Some(server) = entry.server else {
+                return Err(BenchError::Task(format!(
+                    "the listing {listing}: {} names no server",
+                    entry.tool.name
+                )));
+            };
+            let name = entry.tool.name.to_string();
+            match servers.iter_mut().find(|(_, s, _)| *s == server) {
+                Some((_, _, names)) => names.push(name),
+                None => servers.push((listing, server, vec![name])),
+            }
+        }
+    }
+    Ok(servers)
+}
+
+/// The stub MCP servers of a [`TaskCatalog::GithubNpm`] task: per server of the listings,
+/// `binary stub-mcp --listing L --server S --record <records>/S.jsonl [--yields …]`, the
+/// fields each step's target adds to its answer passed by raw tool name.
+fn stub_servers(task: &Task, binary: &Path, records: &Path) -> Result<Vec<McpServer>, BenchError> {
+    let command = binary.to_str().ok_or_else(|| {
+        BenchError::Task(format!(
+            "the toolsearch binary's path is not UTF-8: {}",
+            binary.display()
+        ))
+    })?;
+    let mut servers = Vec::new();
+    for (listing, server, names) in listing_servers()? {
+        let record = record_file(records, &server);
+        let record = record.to_str().ok_or_else(|| {
+            BenchError::Task(format!(
+                "the record path is not UTF-8: {}",
+                record.display()
+            ))
+        })?;
+        let prefix = format!("mcp:{server}:");
+        let yields: serde_json::Map<String, Value> = task
+            .steps
+            .iter()
+            .filter(|s| s.yields.as_object().is_some_and(|y| !y.is_empty()))
+            .filter_map(|s| {
+                let tool = s.target.strip_prefix(&prefix)?;
+                let raw = names
+                    .iter()
+                    .find(|n| crate::mcp::names::escape(n) == tool)?;
+                Some((raw.clone(), s.yields.clone()))
+            })
+            .collect();
+        let mut args: Vec<String> = [
+            "stub-mcp",
+            "--listing",
+            listing,
+            "--server",
+            &server,
+            "--record",
+            record,
+        ]
+        .map(String::from)
+        .to_vec();
+        if !yields.is_empty() {
+            args.push("--yields".into());
+            args.push(Value::Object(yields).to_string());
+        }
+        servers.push(McpServer {
+            name: server,
+            transport: McpTransport::Stdio {
+                command: command.to_string(),
+                args,
+                env: BTreeMap::new(),
+                cwd: None,
+            },
+            startup_timeout: std::time::Duration::from_millis(
+                crate::config::MCP_STARTUP_TIMEOUT_MS.default,
+            ),
+            call_timeout: std::time::Duration::from_millis(
+                crate::config::MCP_CALL_TIMEOUT_MS.default,
+            ),
+            enabled_tools: None,
+            disabled_tools: Vec::new(),
+            approval: McpApproval::default(),
+            restart: false,
+        });
+    }
+    Ok(servers)
+}
+
+/// Where the stub MCP server `server` records its calls.
+fn record_file(records: &Path, server: &str) -> PathBuf {
+    records.join(format!("{server}.jsonl"))
+}
+
+/// Starts `servers` under supervisors run from `binary` and waits until each listed its tools;
+/// one that did not start, or whose listing did not ingest whole, is an error (its tools would
+/// be missing or altered).
+async fn start_stubs(servers: &[McpServer], binary: &Path) -> Result<Upstreams, BenchError> {
+    let upstreams = Upstreams::start_with(servers, Some(binary.to_path_buf()))
+        .map_err(|e| BenchError::Task(e.to_string()))?;
+    upstreams.ready().await;
+    let mut problems = Vec::new();
+    for server in upstreams.servers() {
+        if let Status::Down(reason) = server.status() {
+            problems.push(format!("{} did not start: {reason}", server.name()));
+        }
+        for issue in server.issues() {
+            problems.push(format!("{}: {issue}", server.name()));
+        }
+    }
+    if !problems.is_empty() {
+        upstreams.shutdown().await;
+        return Err(BenchError::Task(format!(
+            "the stub MCP servers: {}",
+            problems.join("; ")
+        )));
+    }
+    Ok(upstreams)
+}
+
+/// The executions the stub MCP servers recorded under `records`, as tool ids.
+fn recorded(records: &Path, servers: &[McpServer]) -> Result<Vec<Execution>, BenchError> {
+    let mut executions = Vec::new();
+    for server in servers {
+        let path = record_file(records, &server.name);
+        let text = match std::fs::read_to_string(&path) {
+            Ok(text) => text,
+            // Never called.
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
+            Err(e) => {
+                return Err(BenchError::Task(format!(
+                    "cannot read the stub record {}: {e}",
+                    path.display()
+                )));
+            }
+        };
+        for (number, line) in text.lines().enumerate() {
+            let bad = || {
+                BenchError::Task(format!(
+                    "the stub record {} line {} is not a record",
+                    path.display(),
+                    number + 1
+                ))
+            };
+            let record: Value = serde_json::from_str(line).map_err(|_| bad())?;
+            let (Some(tool), Some(nonce), Some(at)) = (
+                record["tool"].as_str(),
+                record["nonce"].as_str(),
+                record["unix_ms"].as_f64(),
+            ) else {
+                return Err(bad());
+            };
+            let id = format!("mcp:{}:{}", server.name, crate::mcp::names::escape(tool));
+            executions.push((id, record["arguments"].clone(), nonce.to_string(), at));
+        }
+    }
+    Ok(executions)
+}
+
+/// A fresh directory under the system's temporary directory, removed (with what is in it) when
+/// dropped.
+struct RecordDir(PathBuf);
+
+impl RecordDir {
+    fn create() -> Result<RecordDir, BenchError> {
+        let path = std::env::temp_dir().join(format!(
+            "toolsearch-tasks-{}-{}",
+            std::process::id(),
+            fresh_nonce()
+        ));
+        std::fs::create_dir(&path).map_err(|e| {
+            BenchError::Task(format!(
+                "cannot create the record directory {}: {e}",
+                path.display()
+            ))
+        })?;
+        Ok(RecordDir(path))
+    }
+}
+
+impl Drop for RecordDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
     }
 }
 
@@ -461,13 +649,7 @@ pub struct TaskRun {
     pub answer: Option<String>,
 }
 
-fn verdict(
-    task: &Task,
-    mode: Mode,
-    run: &AgentRun,
-    ran: &[Execution],
-    started: Instant,
-) -> TaskRun {
+fn verdict(task: &Task, mode: Mode, run: &AgentRun, ran: &[Execution], started_ms: f64) -> TaskRun {
     let mut position = 0;
     let mut last: Option<&Execution> = None;
     let mut all_steps = true;
@@ -516,7 +698,7 @@ fn verdict(
             .sum(),
         target_ms: last
             .filter(|_| all_steps)
-            .map(|(.., at)| at.saturating_duration_since(started).as_secs_f64() * 1000.0),
+            .map(|(.., at)| (at - started_ms).max(0.0)),
         wall_ms: run.wall.as_secs_f64() * 1000.0,
         recovered_calls: run.recovered_calls(),
         lenient_calls: run.lenient_calls(),
@@ -568,13 +750,47 @@ pub fn mock_scenario(
     }
 }
 
-/// Runs `task` once in `mode`.
+/// Runs `task` once in `mode`. `worker_binary` is the `toolsearch` binary: it runs the
+/// code-mode workers and, for a [`TaskCatalog::GithubNpm`] task, the stub MCP servers (and
+/// their supervisors), which record into a temporary directory removed afterwards.
 pub async fn run_task(
     task: &Task,
     mode: Mode,
     provider: &SuiteProvider,
     options: &AgentOptions,
     worker_binary: &Path,
+) -> Result<TaskRun, BenchError> {
+    let records = if task.catalog == TaskCatalog::GithubNpm {
+        Some(RecordDir::create()?)
+    } else {
+        None
+    };
+    let records = records.as_ref().map(|r| r.0.as_path());
+    run(task, mode, provider, options, worker_binary, records).await
+}
+
+/// [`run_task`], with the stub MCP servers of a [`TaskCatalog::GithubNpm`] task recording
+/// into `records` (an existing directory the caller owns: one `<server>.jsonl` per server that
+/// was called, one JSON line per call: `tool` (the raw name), `arguments`, `nonce`, `unix_ms`,
+/// `pid`). Other tasks ignore it.
+pub async fn run_task_recording(
+    task: &Task,
+    mode: Mode,
+    provider: &SuiteProvider,
+    options: &AgentOptions,
+    worker_binary: &Path,
+    records: &Path,
+) -> Result<TaskRun, BenchError> {
+    run(task, mode, provider, options, worker_binary, Some(records)).await
+}
+
+async fn run(
+    task: &Task,
+    mode: Mode,
+    provider: &SuiteProvider,
+    options: &AgentOptions,
+    worker_binary: &Path,
+    records: Option<&Path>,
 ) -> Result<TaskRun, BenchError> {
     let ran = Ran::default();
     let policy = if task.denied.is_empty() {
@@ -583,14 +799,38 @@ pub async fn run_task(
         Policy::from_json(&json!({"session": {"deny": task.denied}}))
             .map_err(|e| BenchError::Task(format!("the policy of {}: {e}", task.name)))?
     };
+    // A GithubNpm task's tools come from its stub MCP servers (stopped when `upstreams` is
+    // shut down below, or dropped on an early return).
+    let stubs = match (task.catalog, records) {
+        (TaskCatalog::GithubNpm, Some(records)) => {
+            let servers = stub_servers(task, worker_binary, records)?;
+            let upstreams = start_stubs(&servers, worker_binary).await?;
+            Some((records, servers, upstreams))
+        }
+        (TaskCatalog::GithubNpm, None) => {
+            return Err(BenchError::Task(format!(
+                "{} needs a record directory for its stub MCP servers",
+                task.name
+            )));
+        }
+        _ => None,
+    };
+    let base = catalog(task, &ran);
+    let snapshot = match &stubs {
+        Some((.., upstreams)) => upstreams.catalog(&base),
+        None => CatalogSnapshot::build(base.clone()),
+    };
     let session = Session::builder(Config::default())
         .mode(mode)
-        .catalog(CatalogSnapshot::build(catalog(task, &ran)))
+        .catalog(snapshot)
         .policy(policy)
         .worker_binary(worker_binary)
         .warm_pool(0)
         .build()
         .await?;
+    if let Some((.., upstreams)) = &stubs {
+        upstreams.attach(&session, base);
+    }
     let (config, mock) = match provider {
         SuiteProvider::External(config) => (config.clone(), None),
         SuiteProvider::Scripted {
@@ -609,13 +849,20 @@ pub async fn run_task(
         }
     };
     let agent = Agent::new(config, options.clone())?;
-    let started = Instant::now();
+    let started_ms = unix_ms();
     let run = agent.run(&session, task.prompt).await;
     session.finish().await;
     if let Some(mock) = mock {
         mock.shutdown().await;
     }
-    Ok(verdict(task, mode, &run, &ran.all(), started))
+    let mut executions = ran.all();
+    if let Some((records, servers, upstreams)) = stubs {
+        upstreams.shutdown().await;
+        executions.extend(recorded(records, &servers)?);
+        // The servers' records merged into one order of execution.
+        executions.sort_by(|a, b| a.3.total_cmp(&b.3));
+    }
+    Ok(verdict(task, mode, &run, &executions, started_ms))
 }
 
 /// One mode's summary over the suite.
@@ -724,12 +971,28 @@ mod tests {
         ] {
             assert!(tasks.iter().any(|t| t.catalog == catalog), "{catalog:?}");
         }
-        // Every target exists in its task's catalog, and is the only tool of its id.
+        // Every target exists in its task's catalog (for GithubNpm: its stub servers'
+        // listings), and is the only tool of its id.
+        let served: Vec<String> = listing_servers()
+            .unwrap()
+            .into_iter()
+            .flat_map(|(_, server, names)| {
+                names
+                    .into_iter()
+                    .map(move |n| format!("mcp:{server}:{}", crate::mcp::names::escape(&n)))
+            })
+            .collect();
         for task in &tasks {
-            let tools = catalog(task, &Ran::default());
+            let ids: Vec<String> = match task.catalog {
+                TaskCatalog::GithubNpm => served.clone(),
+                _ => catalog(task, &Ran::default())
+                    .into_iter()
+                    .map(|t| t.id)
+                    .collect(),
+            };
             for step in &task.steps {
                 assert_eq!(
-                    tools.iter().filter(|t| t.id == step.target).count(),
+                    ids.iter().filter(|id| **id == step.target).count(),
                     1,
                     "{}: {}",
                     task.name,

@@ -3,7 +3,8 @@
 //! suite's own (targets run with the right arguments, nonces quoted, no decoy, no wrong tool).
 
 use toolsearch::lab::tasks::{
-    SuiteProvider, TaskRun, mock_scenario, run_suite, run_task, suite, summarize,
+    SuiteProvider, TaskRun, mock_scenario, run_suite, run_task, run_task_recording, suite,
+    summarize,
 };
 use toolsearch::lab::{MockProvider, SmallModel};
 use toolsearch::{AgentOptions, Mode, ProviderConfig};
@@ -166,4 +167,124 @@ fn the_denied_decoy_never_runs() {
         assert!(!run.decoy_ran, "{mode}: {run:?}");
         assert!(run.wrong_tools.is_empty(), "{mode}: {run:?}");
     }
+}
+
+/// The processes whose command line names `path` (a stub MCP server and its supervisor name
+/// their record file).
+fn processes_naming(path: &std::path::Path) -> Vec<String> {
+    let needle = path.to_string_lossy().into_owned();
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        if let Ok(cmdline) = std::fs::read(entry.path().join("cmdline")) {
+            let cmdline = String::from_utf8_lossy(&cmdline).replace('\0', " ");
+            if cmdline.contains(&needle) {
+                found.push(cmdline);
+            }
+        }
+    }
+    found
+}
+
+/// Waits (bounded) until no process names `path`.
+fn assert_no_process_names(path: &std::path::Path) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    loop {
+        let left = processes_naming(path);
+        if left.is_empty() {
+            return;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "stub processes outlived the run: {left:?}"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+}
+
+/// The calls one stub MCP server recorded.
+fn records(dir: &std::path::Path, server: &str) -> Vec<serde_json::Value> {
+    std::fs::read_to_string(dir.join(format!("{server}.jsonl")))
+        .unwrap_or_default()
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap())
+        .collect()
+}
+
+/// A GithubNpm task's tools are served by stub MCP servers, child processes of the binary
+/// reached through the product's MCP client: the targets' calls are in their server's record,
+/// made by another process (the second with the value the first one's answer yielded), the
+/// verdict counts them; a wrong tool that ran there is listed and never counted; and no stub
+/// process outlives its run.
+#[test]
+fn github_npm_tools_run_in_the_stub_mcp_server() {
+    let rt = rt();
+    let tasks = suite();
+    let task = tasks
+        .iter()
+        .find(|t| t.name == "release-then-commit")
+        .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let provider = SuiteProvider::Scripted {
+        small_model: None,
+        text_calls: false,
+    };
+    let run = rt
+        .block_on(run_task_recording(
+            task,
+            Mode::Tools,
+            &provider,
+            &lenient(),
+            BIN.as_ref(),
+            dir.path(),
+        ))
+        .unwrap();
+    assert!(run.success, "{run:?}");
+    assert!(run.wrong_tools.is_empty(), "{run:?}");
+    let calls = records(dir.path(), "github-mcp-server");
+    let tools: Vec<&str> = calls.iter().map(|c| c["tool"].as_str().unwrap()).collect();
+    assert_eq!(tools, ["get_latest_release", "get_commit"], "{calls:?}");
+    assert_eq!(
+        calls[1]["arguments"]["sha"], "9f3c2a17b0d54e1a",
+        "{calls:?}"
+    );
+    for call in &calls {
+        assert!(call["nonce"].as_str().unwrap().starts_with("CONF-"));
+        assert_ne!(call["pid"], std::process::id(), "{call:?}");
+    }
+    assert!(records(dir.path(), "server-slack").is_empty());
+    assert_no_process_names(dir.path());
+
+    // The star script played on the release task: the wrong tool runs in the stub server and
+    // is listed, never counted.
+    let asked = tasks.iter().find(|t| t.name == "latest-release").unwrap();
+    let played = tasks.iter().find(|t| t.name == "star-exact-name").unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let run = rt.block_on(async {
+        let mock = MockProvider::start(
+            ([127, 0, 0, 1], 0).into(),
+            mock_scenario(played, None, false),
+        )
+        .await
+        .unwrap();
+        let provider = SuiteProvider::External(ProviderConfig::new(mock.url(), "toolsearch-mock"));
+        let run = run_task_recording(
+            asked,
+            Mode::Tools,
+            &provider,
+            &lenient(),
+            BIN.as_ref(),
+            dir.path(),
+        )
+        .await
+        .unwrap();
+        mock.shutdown().await;
+        run
+    });
+    assert!(!run.success, "{run:?}");
+    assert_eq!(run.wrong_tools, ["mcp:github-mcp-server:star_repository"]);
+    let calls = records(dir.path(), "github-mcp-server");
+    assert_eq!(calls.len(), 1, "{calls:?}");
+    assert_eq!(calls[0]["tool"], "star_repository");
+    assert_eq!(calls[0]["arguments"]["repo"], "json");
+    assert_no_process_names(dir.path());
 }
