@@ -329,7 +329,7 @@ struct Conversation {
 }
 
 /// What the loop says once when the model answers a tool result with nothing at all.
-const EMPTY_ANSWER_NUDGE: &str = "Your last answer was empty. Continue the task: fix the call if the tool result says how, or answer the user.";
+const EMPTY_ANSWER_NUDGE: &str = "Your last answer was empty. If the tool result above answers my request, answer me now with what it returned; otherwise make the next call.";
 
 /// The record of one run: why it stopped, the answer, and what every request and call cost.
 #[derive(Debug, Clone)]

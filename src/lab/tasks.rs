@@ -4,7 +4,7 @@
 //!
 //! Owns: the built-in tasks ([`suite`]), their catalogs (the embedded demo catalog; the GitHub
 //! MCP server and npm reference-server listings vendored in `catalogs/`, served by the stub MCP
-//! server [`super::stub_mcp`] — one `toolsearch stub-mcp` child per server of a listing, reached
+//! server (`stub_mcp`) — one `toolsearch stub-mcp` child per server of a listing, reached
 //! through the product's MCP upstreams like a user's servers, every tool a nonce-producing stub;
 //! the synthetic 56 of the release-order scenario), the verdict of one run ([`TaskRun`]) and the
 //! per-mode summary ([`ModeSummary`]).

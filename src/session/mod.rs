@@ -129,19 +129,29 @@ impl Reply {
     }
 
     /// A cell as the model reads it: value, logs and error, never telemetry; after a search
-    /// (a value of hits, or a failure once a search found something), the next step as `next`.
+    /// (a value of hits, or a failure once a search found something), the next step as `next`,
+    /// the search's note on what it showed then cut to its count ("8 of 37 matching tools
+    /// shown."): its "refine the query or raise limit" sent a 1.5B model back to searching.
     fn cell(result: &CellResult, next: Option<String>) -> Reply {
-        if result.outcome.is_ok() {
-            let mut body = result.to_model_json();
-            if let (Some(next), Some(object)) = (next, body.as_object_mut()) {
-                object.insert("next".into(), next.into());
+        let mut body = result.to_model_json();
+        if let (Some(next), Some(object)) = (next, body.as_object_mut()) {
+            if let Some(Value::Array(logs)) = object.get_mut("logs") {
+                for line in logs.iter_mut() {
+                    let Some(text) = line["text"].as_str() else {
+                        continue;
+                    };
+                    if let (true, Some((shown, _))) =
+                        (text.starts_with(SEARCH_NOTE_PREFIX), text.split_once("; "))
+                    {
+                        line["text"] = format!("{shown}.").into();
+                    }
+                }
             }
+            object.insert("next".into(), next.into());
+        }
+        if result.outcome.is_ok() {
             Reply::Ok(body)
         } else {
-            let mut body = result.to_model_json();
-            if let (Some(next), Some(object)) = (next, body.as_object_mut()) {
-                object.insert("next".into(), next.into());
-            }
             Reply::Failed {
                 kind: cell_failure_kind(&result.outcome),
                 error: None,
@@ -150,6 +160,9 @@ impl Reply {
         }
     }
 }
+
+/// How the bridge's note on a search's coverage opens in a cell's logs.
+const SEARCH_NOTE_PREFIX: &str = "[openclaw.tools.search] ";
 
 /// The coarse kind of a failed cell.
 fn cell_failure_kind(outcome: &Outcome) -> FailureKind {

@@ -184,6 +184,9 @@ pub struct Surface {
     hydrate: bool,
     guidance: Guidance,
     fallback_reason: Option<String>,
+    /// The tool the last next step in code mode named: a call that names no tool right after
+    /// it calls that one (`call_without_id`).
+    last_step: Arc<std::sync::Mutex<Option<String>>>,
 }
 
 fn provider_parameters(schema: &Value) -> Value {
@@ -505,6 +508,7 @@ impl Surface {
             hydrate: mode == Mode::Directory,
             guidance,
             fallback_reason,
+            last_step: Arc::default(),
         })
     }
 
@@ -733,7 +737,19 @@ impl Surface {
                     recovered = Some(found);
                     dispatched
                 }
-                None => self.dispatch_lenient(gateway, name, arguments).await,
+                None => match self.lenient(gateway, name, arguments) {
+                    Lenient::Plan(plan) => {
+                        let (dispatched, found) =
+                            self.run_plan(gateway, supervisor, name, &plan).await;
+                        recovered = Some(found);
+                        dispatched
+                    }
+                    Lenient::Hydrate(id) => gateway
+                        .call(&json!({"id": id, "args": arguments}))
+                        .await
+                        .into(),
+                    Lenient::Failed(error) => Dispatch::Failed(error),
+                },
             },
         };
         let dispatched = match dispatched {
@@ -772,7 +788,12 @@ impl Surface {
                     }
                     _ => None,
                 };
-                Dispatch::Cell(result, next)
+                *self
+                    .last_step
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner) =
+                    next.as_ref().map(|step| step.id.clone());
+                Dispatch::Cell(result, next.map(|step| step.text))
             }
             None => Dispatch::Cell(
                 CellResult::failed(
@@ -830,11 +851,23 @@ impl Surface {
         name: &str,
         plan: &recover::Plan,
     ) -> (Dispatch, Recovered) {
-        let mut hint = recover::plan_hint(plan, self.mode);
+        let last_step = self
+            .last_step
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone();
+        let named = last_step.and_then(|id| plan.naming(&id));
+        let plan = named.as_ref().unwrap_or(plan);
+        let unknown = plan.form == recover::Form::UnknownName;
+        let mut hint = if unknown {
+            recover::unknown_name_hint(name, self.mode)
+        } else {
+            recover::plan_hint(plan, self.mode)
+        };
         let (dispatched, ran_as) = if self.mode == Mode::Code {
             let body = plan.cell_body();
             let dispatched = self.code_cell(gateway, supervisor, &body).await;
-            if let Dispatch::Cell(_, Some(_)) = &dispatched {
+            if !unknown && let Dispatch::Cell(_, Some(_)) = &dispatched {
                 // The answer's next step shows the control in use; no second example.
                 hint = recover::CODE_NEXT_HINT.into();
             }
@@ -876,33 +909,58 @@ impl Surface {
         (dispatched, recovered)
     }
 
-    /// A name that is neither declared nor a provider name: resolve it leniently against
-    /// the allowed catalog. Directory mode hydrates a unique match; other modes say how to run
-    /// it; several matches are an ambiguity error listing the allowed candidates.
-    async fn dispatch_lenient(&self, gateway: &Gateway, name: &str, arguments: &Value) -> Dispatch {
+    /// A name that is neither declared nor a provider name, resolved leniently against
+    /// the allowed catalog. Directory mode hydrates a unique match; code and tools mode run it
+    /// as a call through their control (`catalog_name`); in those three modes a name that
+    /// matches nothing runs as a search for its words when that finds an allowed tool
+    /// (`unknown_name`: nothing is called); several matches are an ambiguity error listing the
+    /// allowed candidates.
+    fn lenient(&self, gateway: &Gateway, name: &str, arguments: &Value) -> Lenient {
         let index = gateway.index();
+        let deferred = matches!(self.mode, Mode::Code | Mode::Tools | Mode::Directory);
         match lookup::resolve(&index, name) {
             Resolution::Found(position) => {
                 let Some(id) = index.tool(position).map(|t| t.id.clone()) else {
-                    return Dispatch::Failed(self.guidance.unknown_name(name));
+                    return Lenient::Failed(self.guidance.unknown_name(name));
                 };
                 if self.hydrate {
-                    return gateway
-                        .call(&json!({"id": id, "args": arguments}))
-                        .await
-                        .into();
+                    Lenient::Hydrate(id)
+                } else if deferred {
+                    Lenient::Plan(recover::catalog_call(&id, arguments))
+                } else {
+                    Lenient::Failed(self.guidance.not_declared(name, &id))
                 }
-                Dispatch::Failed(self.guidance.not_declared(name, &id))
             }
-            Resolution::Ambiguous(candidates) => Dispatch::Failed(crate::gateway::lookup_error(
+            Resolution::Ambiguous(candidates) => Lenient::Failed(crate::gateway::lookup_error(
                 lookup::LookupError::Ambiguous {
                     selector: name.to_string(),
                     candidates,
                 },
             )),
-            Resolution::NotFound => Dispatch::Failed(self.guidance.unknown_name(name)),
+            Resolution::NotFound => {
+                let finds = |plan: &recover::Plan| {
+                    let request = crate::sandbox::search_request(plan.first(), Value::Null);
+                    gateway.search(&request).is_ok_and(|response| {
+                        matches!(response, crate::search::batch::Response::Single(single) if !single.hits.is_empty())
+                    })
+                };
+                match recover::unknown_name_search(name, arguments) {
+                    Some(plan) if deferred && finds(&plan) => Lenient::Plan(plan),
+                    _ => Lenient::Failed(self.guidance.unknown_name(name)),
+                }
+            }
         }
     }
+}
+
+/// What an undeclared name leads to (see [`Surface::lenient`]).
+enum Lenient {
+    /// Run as the structured equivalent.
+    Plan(recover::Plan),
+    /// Directory mode: the tool, declared on first use.
+    Hydrate(String),
+    /// An error for the model.
+    Failed(CallError),
 }
 
 /// The result of dispatching one model call. Errors are worded for the surface.

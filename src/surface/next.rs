@@ -1,47 +1,112 @@
-//! The next step after a search in code mode: when a cell's value is a search answer, the cell
-//! that calls its best hit, ready to send.
+//! The next step after a search in code mode: when a cell's value is a search answer, the call
+//! of its best hit, worded so that a small model sends it.
 //!
 //! Small models that search in code mode tend to search again, or to answer in prose, instead
-//! of calling what they found. A cell whose value is search hits (an array of hits, or a batch's
-//! groups), or that failed after a search found something, gets one line telling the model the
-//! exact next call: `tool_search_code` with a body
-//! that calls the first hit by its exact id, with an arguments object built from the tool's
-//! input schema — its required properties (all of them when none is required, up to
-//! [`MAX_ARGUMENTS`]) with a placeholder per type for the model to fill in from the request.
+//! of calling what they found. Replayed against Qwen2.5-Coder-1.5B (temperature 0), a body with
+//! `"…"` placeholders was explained to the user or copied as it stood, and a step without the
+//! argument names was answered by searching again; what it sent was the body with one `?` per
+//! argument and the instruction to put the request's values there. So a cell whose value is
+//! search hits (an array of hits, or a batch's groups), or that failed after a search found
+//! something, gets one line: `Now call tool_search_code with {"code": "return await
+//! openclaw.tools.call(<id>, {a: ?, b: ?});"} with the values from the request in place of each
+//! ?.` — the first hit by its exact id, its required properties (all of them when none is
+//! required, up to [`MAX_ARGUMENTS`]); `{}` and ready to run as written when it takes none.
 //!
 //! Owns: recognising a search answer in a cell's value and wording the step. Never does: run
 //! anything, look up a tool outside the allowed index it is given (a hit the index does not know
 //! gets no step), or put untrusted text in the step beyond the hit's id and property names,
 //! both JSON-escaped.
 
-use serde_json::{Map, Value, json};
+use serde_json::{Map, Value};
 
 use crate::search::SearchIndex;
 
-/// Most properties in the arguments skeleton.
+/// Most properties in the arguments of the step.
 pub const MAX_ARGUMENTS: usize = 8;
+
+/// The step after a search answer: the tool it calls and the line the model reads.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Next {
+    /// The id of the tool the step calls.
+    pub id: String,
+    /// The line the model reads as `next`.
+    pub text: String,
+}
 
 /// The step after a cell whose `value` is a search answer, or `None` when it is not one (or its
 /// first hit is not an allowed tool).
-pub(crate) fn after_search(index: &SearchIndex, value: &Value) -> Option<String> {
+pub(crate) fn after_search(index: &SearchIndex, value: &Value) -> Option<Next> {
     let hit = first_hit(value)?;
     let id = hit.get("id")?.as_str()?;
     let tool = index.tool(index.position_of(id)?)?;
-    let arguments = skeleton(&tool.input_schema);
-    let body = format!(
-        "return await openclaw.tools.call({}, {arguments});",
-        Value::from(id)
-    );
-    let request = json!({ "code": body });
-    let input = hit
-        .get("input")
-        .and_then(Value::as_str)
-        .map(|signature| format!(" (input: {signature})"))
+    let names = argument_names(&tool.input_schema);
+    let arguments: Vec<String> = names
+        .iter()
+        .map(|name| format!("{}: ?", key(name)))
+        .collect();
+    let body = if arguments.is_empty() {
+        format!(
+            "return await openclaw.tools.call({}, {{}});",
+            Value::from(id)
+        )
+    } else {
+        format!(
+            "return await openclaw.tools.call({}, {{{}}});",
+            Value::from(id),
+            arguments.join(", ")
+        )
+    };
+    let fill = if arguments.is_empty() {
+        ""
+    } else {
+        " with the values from the request in place of each ?"
+    };
+    Some(Next {
+        id: id.to_string(),
+        text: format!(
+            "Now call tool_search_code with {{\"code\": {}}}{fill}.",
+            Value::from(body)
+        ),
+    })
+}
+
+/// The properties the step names: the required ones, or all of them when none is required, up
+/// to [`MAX_ARGUMENTS`].
+fn argument_names(schema: &Value) -> Vec<String> {
+    let empty = Map::new();
+    let properties = schema
+        .get("properties")
+        .and_then(Value::as_object)
+        .unwrap_or(&empty);
+    let required: Vec<&str> = schema
+        .get("required")
+        .and_then(Value::as_array)
+        .map(|r| r.iter().filter_map(Value::as_str).collect())
         .unwrap_or_default();
-    Some(format!(
-        "Next step: call tool_search_code with {request} to run {id}{input}, with the values from the request in place of each \u{2026} (or use another hit's id if it fits the request better).",
-        id = Value::from(id)
-    ))
+    let names: Vec<&str> = if required.is_empty() {
+        properties.keys().map(String::as_str).collect()
+    } else {
+        required
+    };
+    names
+        .into_iter()
+        .take(MAX_ARGUMENTS)
+        .map(str::to_string)
+        .collect()
+}
+
+/// A property name as an object-literal key: bare when it is an identifier, else JSON-quoted.
+fn key(name: &str) -> String {
+    let mut chars = name.chars();
+    let identifier = chars
+        .next()
+        .is_some_and(|c| c.is_ascii_alphabetic() || c == '_' || c == '$')
+        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '$');
+    if identifier {
+        name.to_string()
+    } else {
+        Value::from(name).to_string()
+    }
 }
 
 /// The first hit of a search answer: an array of hits, the bridge's `{hits, …}`, or a batch
@@ -69,70 +134,15 @@ fn first_hit(value: &Value) -> Option<&Value> {
     (hit.get("id").is_some_and(Value::is_string) && hit.get("input").is_some()).then_some(hit)
 }
 
-/// A JavaScript object literal of the schema's properties with a placeholder per type.
-fn skeleton(schema: &Value) -> String {
-    let empty = Map::new();
-    let properties = schema
-        .get("properties")
-        .and_then(Value::as_object)
-        .unwrap_or(&empty);
-    let required: Vec<&str> = schema
-        .get("required")
-        .and_then(Value::as_array)
-        .map(|r| r.iter().filter_map(Value::as_str).collect())
-        .unwrap_or_default();
-    let names: Vec<&str> = if required.is_empty() {
-        properties.keys().map(String::as_str).collect()
-    } else {
-        required
-    };
-    let fields: Vec<String> = names
-        .into_iter()
-        .take(MAX_ARGUMENTS)
-        .map(|name| {
-            let placeholder = match properties
-                .get(name)
-                .and_then(|p| p.get("type"))
-                .and_then(Value::as_str)
-            {
-                Some("number" | "integer") => "0",
-                Some("boolean") => "false",
-                Some("array") => "[]",
-                Some("object") => "{}",
-                _ => "\"\u{2026}\"",
-            };
-            format!("{}: {placeholder}", key(name))
-        })
-        .collect();
-    if fields.is_empty() {
-        "{}".into()
-    } else {
-        format!("{{{}}}", fields.join(", "))
-    }
-}
-
-/// A property name as an object-literal key: bare when it is an identifier, else JSON-quoted.
-fn key(name: &str) -> String {
-    let mut chars = name.chars();
-    let identifier = chars
-        .next()
-        .is_some_and(|c| c.is_ascii_alphabetic() || c == '_' || c == '$')
-        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '$');
-    if identifier {
-        name.to_string()
-    } else {
-        Value::from(name).to_string()
-    }
-}
-
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used)]
 
     use super::*;
+    use serde_json::json;
 
     #[test]
-    fn skeletons_take_required_properties_with_typed_placeholders() {
+    fn steps_name_required_arguments_with_a_placeholder_each() {
         let schema = json!({
             "type": "object",
             "properties": {
@@ -143,15 +153,15 @@ mod tests {
             },
             "required": ["release_order_ref", "count", "dry-run"]
         });
+        let names = argument_names(&schema);
+        assert_eq!(names, ["release_order_ref", "count", "dry-run"]);
+        assert_eq!(key("dry-run"), "\"dry-run\"");
+        assert_eq!(key("count"), "count");
         assert_eq!(
-            skeleton(&schema),
-            "{release_order_ref: \"\u{2026}\", count: 0, \"dry-run\": false}"
+            argument_names(&json!({"properties": {"a": {}, "b": {}}})),
+            ["a", "b"]
         );
-        assert_eq!(
-            skeleton(&json!({"properties": {"a": {"type": "array"}}})),
-            "{a: []}"
-        );
-        assert_eq!(skeleton(&json!({"type": "object"})), "{}");
+        assert!(argument_names(&json!({"type": "object"})).is_empty());
     }
 
     #[test]

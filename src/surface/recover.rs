@@ -13,6 +13,9 @@
 //!   statement is an expression with no top-level `return`, rewritten to run as meant (a small
 //!   JS-aware scan: strings, template literals, comments and regular expressions never confuse
 //!   it; when in doubt the body is left exactly as it was).
+//! - [`catalog_call`]: a catalog tool called by one of its names (resolved by the surface) as
+//!   the call of that tool; [`unknown_name_search`]: a name that names nothing as a search for
+//!   the words of the name and of its argument keys (it calls nothing).
 //! - The one-line hints telling the model how the declared control is used.
 //!
 //! Never does: run anything (the surface dispatches a plan through the same gateway path and
@@ -67,6 +70,12 @@ pub(crate) enum Form {
     BareName,
     /// `tool_search_code` called with search arguments.
     CodeToolSearch,
+    /// A catalog tool called by its name (not declared to the model): a call of that tool.
+    CatalogName,
+    /// A name that is neither declared nor in the catalog: a search for what it names.
+    UnknownName,
+    /// A call of arguments only, with no tool id, right after a step named the tool to call.
+    CallWithoutId,
 }
 
 impl Form {
@@ -76,6 +85,9 @@ impl Form {
             Form::ControlName => "control_name",
             Form::BareName => "bare_name",
             Form::CodeToolSearch => "code_tool_search_args",
+            Form::CatalogName => "catalog_name",
+            Form::UnknownName => "unknown_name",
+            Form::CallWithoutId => "call_without_id",
         }
     }
 }
@@ -87,6 +99,82 @@ pub(crate) struct Plan {
     /// The positional arguments, as `openclaw.tools.<op>(…)` takes them.
     pub args: Vec<Value>,
     pub form: Form,
+}
+
+/// The plan of a call of the catalog tool `id` that the model made by one of its names
+/// instead of through the declared control.
+pub(crate) fn catalog_call(id: &str, arguments: &Value) -> Plan {
+    let arguments = match arguments {
+        Value::Null => json!({}),
+        other => other.clone(),
+    };
+    Plan {
+        op: Op::Call,
+        args: vec![Value::from(id), arguments],
+        form: Form::CatalogName,
+    }
+}
+
+/// Longest search query made from an unknown name and its argument keys.
+const MAX_NAME_QUERY: usize = 160;
+
+/// The plan of a call of `name`, which names nothing here: a search for the words of the name
+/// (`post_message`, `postMessage` and `post-message` all read "post message") and of its
+/// argument keys, or `None` when that leaves no word.
+pub(crate) fn unknown_name_search(name: &str, arguments: &Value) -> Option<Plan> {
+    let mut words = Vec::new();
+    let keys = arguments
+        .as_object()
+        .map(|object| object.keys().map(String::as_str).collect::<Vec<_>>())
+        .unwrap_or_default();
+    for part in std::iter::once(name).chain(keys) {
+        words.extend(name_words(part));
+    }
+    words.dedup();
+    let mut query = String::new();
+    for word in words {
+        if query.len() + word.len() + 1 > MAX_NAME_QUERY {
+            break;
+        }
+        if !query.is_empty() {
+            query.push(' ');
+        }
+        query.push_str(&word);
+    }
+    (!query.is_empty()).then(|| Plan {
+        op: Op::Search,
+        args: vec![Value::from(query)],
+        form: Form::UnknownName,
+    })
+}
+
+/// The lowercase words of an identifier: split at non-alphanumerics and at lower-to-upper
+/// case changes; a leading `functions` (a provider's namespace) dropped.
+fn name_words(name: &str) -> Vec<String> {
+    let mut words = Vec::new();
+    let mut word = String::new();
+    let mut previous_lower = false;
+    for c in name.chars() {
+        if !c.is_alphanumeric() {
+            if !word.is_empty() {
+                words.push(std::mem::take(&mut word));
+            }
+            previous_lower = false;
+            continue;
+        }
+        if c.is_uppercase() && previous_lower && !word.is_empty() {
+            words.push(std::mem::take(&mut word));
+        }
+        previous_lower = c.is_lowercase() || c.is_ascii_digit();
+        word.extend(c.to_lowercase());
+    }
+    if !word.is_empty() {
+        words.push(word);
+    }
+    if words.first().is_some_and(|w| w == "functions") {
+        words.remove(0);
+    }
+    words
 }
 
 /// `name` lowercased, every run of non-alphanumerics one `_`, a leading `functions_` dropped.
@@ -220,6 +308,23 @@ fn positional(op: Op, arguments: &Value) -> Vec<Value> {
 }
 
 impl Plan {
+    /// For a call that names no tool — its one argument an object holding only `args` (or
+    /// `arguments`), an object — the call of `id` with those arguments, as `CallWithoutId`.
+    pub(crate) fn naming(&self, id: &str) -> Option<Plan> {
+        let [Value::Object(object)] = self.args.as_slice() else {
+            return None;
+        };
+        if self.op != Op::Call || object.len() != 1 {
+            return None;
+        }
+        let arguments = object.get("args").or_else(|| object.get("arguments"))?;
+        arguments.is_object().then(|| Plan {
+            op: Op::Call,
+            args: vec![Value::from(id), arguments.clone()],
+            form: Form::CallWithoutId,
+        })
+    }
+
     fn arg(&self, index: usize) -> Value {
         self.args.get(index).cloned().unwrap_or(Value::Null)
     }
@@ -304,6 +409,21 @@ pub(crate) fn plan_hint(plan: &Plan, mode: Mode) -> String {
             }
         },
     }
+}
+
+/// The hint of an unknown name that ran as a search for it (`Form::UnknownName`) in a surface
+/// of `mode`: nothing ran, and how to run one of the matches.
+pub(crate) fn unknown_name_hint(name: &str, mode: Mode) -> String {
+    let how = match mode {
+        Mode::Code => "call the one that fits the request from tool_search_code, as \"next\" shows",
+        _ => {
+            "run the one that fits the request with tool_call {\"id\": \"<its id>\", \"args\": {…}}"
+        }
+    };
+    format!(
+        "Nothing ran: there is no tool {:?}. These catalog tools match it; {how}.",
+        crate::config::input::echo(name)
+    )
 }
 
 /// The hint of a recovered search in code mode whose answer carries the next step.
@@ -803,6 +923,40 @@ mod tests {
 
     fn normalized(code: &str) -> String {
         normalize_body(code).body
+    }
+
+    #[test]
+    fn unknown_names_search_for_their_words_and_argument_keys() {
+        let query = |name: &str, args: Value| {
+            unknown_name_search(name, &args).map(|plan| {
+                assert_eq!((plan.op, plan.form), (Op::Search, Form::UnknownName));
+                plan.first()
+            })
+        };
+        assert_eq!(
+            query("post_message", json!({"channel": "C1", "text": "hi"})),
+            Some(json!("post message channel text"))
+        );
+        assert_eq!(
+            query("functions.getWeatherForecast", json!({})),
+            Some(json!("get weather forecast"))
+        );
+        assert_eq!(
+            query("star-repository", json!({"repo_name": 1})),
+            Some(json!("star repository repo name"))
+        );
+        assert_eq!(query("__", json!({})), None);
+        let long = (0..100)
+            .map(|i| format!("w{i}"))
+            .collect::<Vec<_>>()
+            .join("_");
+        let q = query(&long, Value::Null).unwrap();
+        assert!(q.as_str().unwrap().len() <= MAX_NAME_QUERY, "{q}");
+        let plan = catalog_call("plugin:a:b", &Value::Null);
+        assert_eq!(
+            plan.cell_body(),
+            "return await openclaw.tools.call(\"plugin:a:b\", {});"
+        );
     }
 
     #[test]

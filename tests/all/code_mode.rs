@@ -70,9 +70,9 @@ return {tool: out.tool.id, described: schema.id, keys: Object.keys(t), json: JSO
     );
 }
 
-/// A cell whose value is a search answer gets the next step: the cell that calls the best hit
-/// by its exact id, with an arguments skeleton from its schema — for a single search and for a
-/// batch; a cell whose value is anything else gets none.
+/// A cell whose value is a search answer gets the next step: the call of the best hit by its
+/// exact id, with a `?` per required argument to fill from the request — for a single search
+/// and for a batch; a cell whose value is anything else gets none.
 #[test]
 fn a_search_answer_names_the_next_step() {
     let rt = rt();
@@ -81,13 +81,15 @@ fn a_search_answer_names_the_next_step() {
         r#"return await openclaw.tools.search("convert units")"#,
     ));
     let next = single["next"].as_str().unwrap();
-    assert!(
-        next.starts_with("Next step: call tool_search_code with {\"code\":\"return await openclaw.tools.call(\\\"plugin:units:convert_units\\\", {"),
-        "{next}"
+    assert_eq!(
+        next,
+        "Now call tool_search_code with {\"code\": \"return await openclaw.tools.call(\\\"plugin:units:convert_units\\\", {value: ?, from_unit: ?, to_unit: ?});\"} with the values from the request in place of each ?."
     );
-    for field in ["value: 0", "from_unit: \\\"…\\\"", "to_unit: \\\"…\\\""] {
-        assert!(next.contains(field), "{field} in {next}");
-    }
+    // The search's note on what it showed keeps its count, not its "refine the query".
+    assert_eq!(
+        single["logs"][0]["text"],
+        "[openclaw.tools.search] 8 of 19 matching tools shown."
+    );
     let batch = rt.block_on(cell(
         code_session(),
         r#"return await openclaw.tools.search({queries: [{query: "convert units"}, {query: "send email"}]})"#,
@@ -110,8 +112,7 @@ fn a_search_answer_names_the_next_step() {
         assert!(failed["error"]["message"].is_string(), "{failed}");
         assert!(
             failed["next"].as_str().is_some_and(|n| n
-                .contains("openclaw.tools.call(\\\"plugin:units:convert_units\\\"")
-                && n.contains("from_unit: \\\"…\\\"")),
+                .contains("openclaw.tools.call(\\\"plugin:units:convert_units\\\", {value: ?, from_unit: ?, to_unit: ?})")),
             "{failed}"
         );
     }
@@ -409,4 +410,120 @@ fn deeply_nested_call_and_search_arguments_are_refused_by_name_and_the_cell_goes
     let next = rt.block_on(session.run_cell("return 1 + 1", None));
     assert_eq!(next.value, Some(json!(2)));
     rt.block_on(session.finish());
+}
+
+/// In code mode a catalog tool called by its name runs as the cell that calls it (the same
+/// gateway path, counted as recovered); a name that is no tool runs as a search for its words,
+/// calls nothing, and says so, with the next step.
+#[test]
+fn catalog_names_run_as_cells_and_unknown_names_search() {
+    let rt = rt();
+    rt.block_on(async {
+        let session = code_session().build().await.unwrap();
+        let reply = session
+            .handle(
+                "convert_units",
+                &json!({"value": 10, "from_unit": "km", "to_unit": "mi"}),
+            )
+            .await;
+        let recovered = reply.recovered().expect("recovered").clone();
+        assert_eq!(
+            (recovered.form, recovered.ran_as.as_str()),
+            ("catalog_name", "tool_search_code")
+        );
+        assert!(
+            recovered.hint.contains(
+                r#"return await openclaw.tools.call(\"plugin:units:convert_units\", {\"from_unit\":\"km\""#
+            ),
+            "{}",
+            recovered.hint
+        );
+        assert!(!reply.is_error(), "{reply:?}");
+        let body = reply.body();
+        assert_eq!(body["value"]["tool"]["id"], "plugin:units:convert_units", "{body}");
+        assert!(
+            body["value"]["result"]["details"].to_string().contains("6.21"),
+            "{body}"
+        );
+
+        let reply = session
+            .handle(
+                "unit_converter",
+                &json!({"value": 10, "from_unit": "km", "to_unit": "mi"}),
+            )
+            .await;
+        let recovered = reply.recovered().expect("recovered").clone();
+        assert_eq!(recovered.form, "unknown_name");
+        assert!(
+            recovered
+                .hint
+                .starts_with("Nothing ran: there is no tool \"unit_converter\"."),
+            "{}",
+            recovered.hint
+        );
+        let body = reply.body();
+        let hits = body["value"].as_array().expect("search hits");
+        assert!(
+            hits.iter().any(|h| h["id"] == "plugin:units:convert_units"),
+            "{body}"
+        );
+        assert!(
+            body["next"]
+                .as_str()
+                .unwrap()
+                .contains("openclaw.tools.call(\\\"plugin:units:"),
+            "{body}"
+        );
+        // A name that finds nothing stays the unknown-name error.
+        let reply = session.handle("qqzx_vorbl", &json!({})).await;
+        assert!(reply.is_error() && reply.recovered().is_none(), "{reply:?}");
+        session.finish().await;
+    });
+}
+
+/// Right after a step named the tool to call, a call that names no tool — only its arguments,
+/// as a small model sends `openclaw.tools.call({"args": {…}})` — calls that tool (recovered as
+/// `call_without_id`); with no step before it, it stays the error that says what is missing.
+#[test]
+fn a_call_without_an_id_after_a_step_calls_the_step_s_tool() {
+    let rt = rt();
+    rt.block_on(async {
+        let session = code_session().build().await.unwrap();
+        let lone = session
+            .handle(
+                "openclaw.tools.call",
+                &json!({"args": {"value": 10, "from_unit": "km", "to_unit": "mi"}}),
+            )
+            .await;
+        assert!(lone.is_error(), "{lone:?}");
+        assert!(lone.text().contains("names no tool id"), "{}", lone.text());
+        let searched = session
+            .handle(
+                "tool_search_code",
+                &json!({"code": "return await openclaw.tools.search(\"convert units\")"}),
+            )
+            .await;
+        assert!(searched.body()["next"].is_string(), "{searched:?}");
+        let called = session
+            .handle(
+                "openclaw.tools.call",
+                &json!({"args": {"value": 10, "from_unit": "km", "to_unit": "mi"}}),
+            )
+            .await;
+        let recovered = called.recovered().expect("recovered").clone();
+        assert_eq!(recovered.form, "call_without_id");
+        assert!(
+            recovered
+                .hint
+                .contains(r#"openclaw.tools.call(\"plugin:units:convert_units\""#),
+            "{}",
+            recovered.hint
+        );
+        assert!(!called.is_error(), "{called:?}");
+        assert_eq!(
+            called.body()["value"]["tool"]["id"],
+            "plugin:units:convert_units"
+        );
+        session.finish().await;
+    });
 }

@@ -273,7 +273,7 @@ async fn code_mode_signal() {
     assert_eq!(cut["value"].as_array().unwrap().len(), 3);
     assert_eq!(
         cut["logs"],
-        json!([{"level": "log", "text": "[openclaw.tools.search] 3 of 32 matching tools shown; refine the query or raise limit (at most 20)."}])
+        json!([{"level": "log", "text": "[openclaw.tools.search] 3 of 32 matching tools shown."}])
     );
     // The array carries the counts as properties the cell can read.
     let counts = run(

@@ -123,7 +123,7 @@ fn every_recovery_message_in_every_mode() {
             ("bad search", "tool_search", json!({"queries": "x"})),
             ("bad describe", "tool_describe", json!({"what": 1})),
             ("bad call", "tool_call", json!({"args": {}})),
-            ("undeclared name", "create_issue_now", json!({})),
+            ("undeclared name", "qqzx_vorbl", json!({})),
         ];
         let mut text = String::new();
         for (label, control, arguments) in cases {
@@ -174,8 +174,7 @@ fn every_recovery_message_in_every_mode() {
     }
     // At the provider level the code surface's own messages.
     for (label, name, arguments) in [
-        ("undeclared name", "create_issue_now", json!({})),
-        ("catalog name", "create_issue", json!({})),
+        ("undeclared name", "qqzx_vorbl", json!({})),
         ("missing code", "tool_search_code", json!({})),
     ] {
         let m = message(&rt.block_on(s.handle(name, &arguments)));

@@ -399,14 +399,29 @@ fn directory_mode_hydrates_hidden_names_through_full_validation() {
             .await;
         assert!(matches!(client, Reply::ClientCall(_)), "{client:?}");
     });
-    // In tools mode hidden names are not callable; the error says how to run the tool.
+    // In tools mode a hidden name runs as the tool_call it means, through the same validation,
+    // and says how the control is used; a name that matches nothing is an error.
     let tools = surface_of(&rt, small_catalog(), options(Mode::Tools));
     let outcome = rt.block_on(tools.handle("create_event", &json!({})));
+    let recovered = outcome.recovered().expect("a recovered call");
     assert_eq!(
-        failure(&outcome).1,
-        "\"create_event\" is not declared to you: run it with tool_call {\"id\": \"plugin:calendar:create_event\", \"args\": {…}}."
+        (recovered.form, recovered.ran_as.as_str()),
+        ("catalog_name", "tool_call")
     );
-    let outcome = rt.block_on(tools.handle("no_such_tool", &json!({})));
+    assert_eq!(
+        recovered.hint,
+        "Next time call tool_call with {\"args\":{},\"id\":\"plugin:calendar:create_event\"}."
+    );
+    let (kind, message) = failure(outcome.unwrapped());
+    assert_eq!(kind, ErrorKind::InvalidArguments);
+    assert!(message.contains("missing required property \"start\""));
+    let good = rt.block_on(tools.handle(
+        "calendar.create_event",
+        &json!({"title": "x", "start": "2026-12-01T10:00:00Z"}),
+    ));
+    assert!(matches!(good.unwrapped(), Reply::Ok(_)), "{good:?}");
+    assert!(good.text().contains("evt_1"), "{}", good.text());
+    let outcome = rt.block_on(tools.handle("qqzx_vorbl", &json!({})));
     let message = failure(&outcome).1;
     assert!(message.contains("not callable by name here"), "{message}");
 }
@@ -529,10 +544,28 @@ fn lenient_names_hydrate_and_ambiguous_names_list_allowed_candidates() {
             let Reply::Ok(envelope) = outcome else { panic!("{name}: {outcome:?}") };
             assert_eq!(envelope["tool"]["id"], "plugin:outlook:create_event");
         }
-        // A denied tool's name answers like an unknown one.
-        let denied = failure(&session.handle("exchange__create_event", &json!({})).await);
-        let never = failure(&session.handle("nowhere__create_event", &json!({})).await);
-        assert_eq!(denied.0, never.0);
-        assert_eq!(denied.1.replace("exchange", "X"), never.1.replace("nowhere", "X"));
+        // A denied tool's name answers like an unknown one: a search for its words, which
+        // calls nothing and finds the same allowed tools.
+        let denied = session.handle("exchange__create_event", &json!({})).await;
+        let never = session.handle("nowhere__create_event", &json!({})).await;
+        for reply in [&denied, &never] {
+            let recovered = reply.recovered().expect("a recovered search");
+            assert_eq!(recovered.form, "unknown_name");
+            assert!(recovered.hint.starts_with("Nothing ran"), "{}", recovered.hint);
+        }
+        let ids = |reply: &Reply| {
+            let text = reply.text();
+            assert!(!text.contains("plugin:exchange"), "{text}");
+            let mut ids: Vec<String> = text
+                .match_indices("plugin:")
+                .map(|(at, _)| text[at..].split('"').next().unwrap().to_string())
+                .collect();
+            ids.sort();
+            ids
+        };
+        assert_eq!(ids(&denied), ids(&never));
+        assert!(!ids(&denied).is_empty());
+        let (kind, _) = failure(&session.handle("qqzx_vorbl", &json!({})).await);
+        assert_eq!(kind, ErrorKind::UnknownTool);
     });
 }
