@@ -8,8 +8,9 @@
 //! with the call text removed.
 //!
 //! Also finds a code cell written as text ([`code_in_text`]): JavaScript in a fence or on bare
-//! lines that calls `openclaw.tools.search / describe / call(…)`; the agent runs it as a
-//! `tool_search_code` cell when that control is declared.
+//! lines that calls `openclaw.tools.search / describe / call(…)`, or a JSON fence holding
+//! `tool_search_code`'s arguments (`{"code": "…"}`, that code calling the bridge); the agent runs
+//! it as a `tool_search_code` cell when that control is declared.
 //!
 //! Never does: guess a call from prose, accept an object without a string `name`, take code
 //! that does not call the bridge, or look at more than [`MAX_SCANNED_BYTES`] of content or
@@ -111,7 +112,9 @@ fn calls_bridge(code: &str) -> bool {
 
 /// A cell the model wrote as text instead of calling `tool_search_code`: the fenced blocks
 /// (```` ```js ````, ```` ```javascript ````, ```` ```ts ```` or no language) that call
-/// `openclaw.tools.search / describe / call(…)`, joined in order; else the lines from the first
+/// `openclaw.tools.search / describe / call(…)`, or that hold the control's arguments as JSON
+/// (```` ```json ```` `{"code": "…"}` whose code calls one of them), joined in order; else the
+/// lines from the first
 /// line that calls one of them to the next blank line (a prose lead-in on that line dropped).
 /// `None` when no code calls the bridge: prose, or code that only mentions it, is an answer.
 pub(crate) fn code_in_text(content: &str) -> Option<String> {
@@ -144,7 +147,9 @@ pub(crate) fn code_in_text(content: &str) -> Option<String> {
             "" | "js" | "javascript" | "ts" | "typescript" | "mjs"
         );
         if code_language && calls_bridge(body) {
-            blocks.push(body.trim());
+            blocks.push(body.trim().to_string());
+        } else if let Some(code) = code_arguments(info, body) {
+            blocks.push(code);
         }
     }
     if !blocks.is_empty() {
@@ -167,6 +172,19 @@ pub(crate) fn code_in_text(content: &str) -> Option<String> {
     }
     let body = body.join("\n").trim().to_string();
     (!body.is_empty()).then_some(body)
+}
+
+/// The code of a fenced block (info `json` or none) that is `tool_search_code`'s arguments
+/// written out — one JSON object whose only key is a `code` string that calls the bridge.
+fn code_arguments(info: &str, body: &str) -> Option<String> {
+    if !matches!(info.to_ascii_lowercase().as_str(), "" | "json") {
+        return None;
+    }
+    let Ok(serde_json::Value::Object(object)) = serde_json::from_str(body.trim()) else {
+        return None;
+    };
+    let code = object.get("code")?.as_str()?;
+    (object.len() == 1 && calls_bridge(code)).then(|| code.trim().to_string())
 }
 
 /// The line from where its code starts: a statement keyword, `await` or the bridge itself,
@@ -314,6 +332,26 @@ mod tests {
                 "const t = await openclaw.tools.describe(\"a\")\nreturn await openclaw.tools.call(\"a\", {})"
             )
         );
+    }
+
+    #[test]
+    fn the_control_s_arguments_in_a_json_fence_are_its_cell() {
+        // As Qwen2.5-Coder wrote it in a final answer, after a step named the call.
+        let text = "You can use the `translate` tool:\n\n```json\n{\n  \"code\": \"return await openclaw.tools.call(\\\"plugin:translate:translate_text\\\", {text: \\\"good morning\\\", target_language: \\\"es\\\"});\"\n}\n```\n\nThis will return the translation.";
+        assert_eq!(
+            code_in_text(text).as_deref(),
+            Some(
+                "return await openclaw.tools.call(\"plugin:translate:translate_text\", {text: \"good morning\", target_language: \"es\"});"
+            )
+        );
+        // Other keys, other code or another language: not the control's arguments.
+        for text in [
+            "```json\n{\"code\": \"return 1\"}\n```",
+            "```json\n{\"code\": \"openclaw.tools.search('x')\", \"note\": 1}\n```",
+            "```yaml\ncode: openclaw.tools.search('x')\n```",
+        ] {
+            assert_eq!(code_in_text(text), None, "{text}");
+        }
     }
 
     #[test]
