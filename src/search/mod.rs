@@ -32,6 +32,7 @@ pub mod lookup;
 mod segment;
 mod typo;
 
+pub use exact::words;
 pub use hit::{Hit, compact_text};
 pub use index::{
     BuildError, IndexCache, IndexStats, RankedHit, Ranking, SearchIndex, SearchSettings,

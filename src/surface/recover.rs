@@ -119,8 +119,9 @@ pub(crate) fn catalog_call(id: &str, arguments: &Value) -> Plan {
 const MAX_NAME_QUERY: usize = 160;
 
 /// The plan of a call of `name`, which names nothing here: a search for the words of the name
-/// (`post_message`, `postMessage` and `post-message` all read "post message") and of its
-/// argument keys, or `None` when that leaves no word.
+/// (`post_message`, `postMessage` and `post-message` all read "post message", split as the
+/// search's exact-name forms split names: [`crate::search::words`]) and of its argument keys,
+/// or `None` when that leaves no word.
 pub(crate) fn unknown_name_search(name: &str, arguments: &Value) -> Option<Plan> {
     let mut words = Vec::new();
     let keys = arguments
@@ -128,7 +129,17 @@ pub(crate) fn unknown_name_search(name: &str, arguments: &Value) -> Option<Plan>
         .map(|object| object.keys().map(String::as_str).collect::<Vec<_>>())
         .unwrap_or_default();
     for part in std::iter::once(name).chain(keys) {
-        words.extend(name_words(part));
+        let spaced = crate::search::words(part);
+        words.extend(
+            spaced
+                .split(' ')
+                .filter(|w| !w.is_empty())
+                .map(str::to_string),
+        );
+    }
+    // A provider's namespace (`functions.getWeather`) is not part of what the name means.
+    if words.first().is_some_and(|w| w == "functions") {
+        words.remove(0);
     }
     words.dedup();
     let mut query = String::new();
@@ -146,35 +157,6 @@ pub(crate) fn unknown_name_search(name: &str, arguments: &Value) -> Option<Plan>
         args: vec![Value::from(query)],
         form: Form::UnknownName,
     })
-}
-
-/// The lowercase words of an identifier: split at non-alphanumerics and at lower-to-upper
-/// case changes; a leading `functions` (a provider's namespace) dropped.
-fn name_words(name: &str) -> Vec<String> {
-    let mut words = Vec::new();
-    let mut word = String::new();
-    let mut previous_lower = false;
-    for c in name.chars() {
-        if !c.is_alphanumeric() {
-            if !word.is_empty() {
-                words.push(std::mem::take(&mut word));
-            }
-            previous_lower = false;
-            continue;
-        }
-        if c.is_uppercase() && previous_lower && !word.is_empty() {
-            words.push(std::mem::take(&mut word));
-        }
-        previous_lower = c.is_lowercase() || c.is_ascii_digit();
-        word.extend(c.to_lowercase());
-    }
-    if !word.is_empty() {
-        words.push(word);
-    }
-    if words.first().is_some_and(|w| w == "functions") {
-        words.remove(0);
-    }
-    words
 }
 
 /// `name` lowercased, every run of non-alphanumerics one `_`, a leading `functions_` dropped.
