@@ -79,6 +79,9 @@ pub use sandbox::{
 };
 pub use search::answer::Missing as MissingName;
 pub use search::batch::{Response as SearchResponse, Searched, Single as SingleSearch};
+/// Sentence embeddings for hybrid search: the model directory and the embedder.
+#[cfg(feature = "semantic")]
+pub use search::semantic;
 pub use search::{Hit, IndexCache, IndexStats, RankedHit, Ranking, SearchIndex, SearchSettings};
 pub use session::{Reply, Session, SessionBuilder, SessionError};
 pub use signature::{Bounds as SignatureBounds, Signature, input_signature, output_signature};

@@ -17,6 +17,7 @@
 //!   was cut, a note for the model — and the `select:NAME,…` form.
 //! - [`batch`]: the `tool_search` request parser and the 4,000-character budget.
 //! - [`lookup`]: describe, ambiguity errors and did-you-mean suggestions.
+//! - `semantic` (feature `semantic`): the sentence-embedding model directory and embedder.
 //!
 //! Never does: policy decisions (it receives an [`crate::policy::Authorized`] view) or calls.
 //! Bounds: limits per [`crate::config::SearchLimits`] (default 8, max 20, ceiling 50).
@@ -30,6 +31,8 @@ mod index;
 pub mod lexicon;
 pub mod lookup;
 mod segment;
+#[cfg(feature = "semantic")]
+pub mod semantic;
 mod typo;
 
 pub use exact::words;
