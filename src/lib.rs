@@ -79,7 +79,10 @@ pub use sandbox::{
 };
 pub use search::answer::Missing as MissingName;
 pub use search::batch::{Response as SearchResponse, Searched, Single as SingleSearch};
-/// Sentence embeddings for hybrid search: the model directory and the embedder.
+/// Hybrid search: the lexical ranking fused with sentence-vector cosine.
+#[cfg(feature = "semantic")]
+pub use search::hybrid;
+/// Sentence embeddings for hybrid search: the model directory, the embedder, the vector cache.
 #[cfg(feature = "semantic")]
 pub use search::semantic;
 pub use search::{Hit, IndexCache, IndexStats, RankedHit, Ranking, SearchIndex, SearchSettings};

@@ -660,6 +660,13 @@ pub(crate) struct EvalArgs {
     /// when query lines carry "lang".
     #[arg(long)]
     json: bool,
+    #[cfg(feature = "semantic")]
+    #[command(flatten)]
+    semantic: crate::search::hybrid::SemanticArgs,
+    /// The hybrid ranker's lexical weight (0–1), to tune on dev sets.
+    #[cfg(feature = "semantic")]
+    #[arg(long, hide = true)]
+    lexical_weight: Option<f32>,
 }
 
 /// Runs `toolsearch eval`.
@@ -672,5 +679,9 @@ pub(crate) fn eval(args: EvalArgs) -> Result<ExitCode> {
         typo_tolerance: !args.no_typos,
         multilingual: !args.no_lexicon,
         per_query: args.per_query,
+        #[cfg(feature = "semantic")]
+        semantic: &args.semantic,
+        #[cfg(feature = "semantic")]
+        lexical_weight: args.lexical_weight,
     })
 }

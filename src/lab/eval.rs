@@ -36,7 +36,7 @@ use serde_json::{Value, json};
 
 use crate::catalog::{CatalogSnapshot, Descriptor};
 use crate::policy::{Authorized, Policy};
-use crate::search::{SearchIndex, SearchSettings};
+use crate::search::{RankedHit, SearchIndex, SearchSettings};
 
 /// How many results each query ranks.
 const RANKED: usize = 20;
@@ -232,9 +232,14 @@ pub struct Evaluation {
     pub latencies_us: Vec<f64>,
 }
 
-/// Evaluates `index` on the queries in `queries_path`; gold ids get `gold_prefix` prepended.
+/// A ranker for [`evaluate`]: a query → its ranked hits (at least the top 20).
+pub type RankFn<'a> = dyn Fn(&str) -> Result<Vec<RankedHit>> + 'a;
+
+/// Evaluates `rank` (the lexical or the hybrid ranker over `index`'s positions) on the queries
+/// in `queries_path`; gold ids get `gold_prefix` prepended.
 pub fn evaluate(
     index: &SearchIndex,
+    rank: &RankFn<'_>,
     queries_path: &Path,
     gold_prefix: &str,
     settings: &SearchSettings,
@@ -259,7 +264,7 @@ pub fn evaluate(
             )
         })?;
         let started = Instant::now();
-        let ranked = index.rank_with(&query.query, RANKED, settings);
+        let ranked = rank(&query.query)?;
         out.latencies_us
             .push(started.elapsed().as_secs_f64() * 1_000_000.0);
         let ranked: Vec<&str> = ranked
@@ -349,6 +354,57 @@ pub(crate) struct EvalRequest<'a> {
     pub(crate) typo_tolerance: bool,
     pub(crate) multilingual: bool,
     pub(crate) per_query: bool,
+    #[cfg(feature = "semantic")]
+    pub(crate) semantic: &'a crate::search::hybrid::SemanticArgs,
+    #[cfg(feature = "semantic")]
+    pub(crate) lexical_weight: Option<f32>,
+}
+
+/// The hybrid ranker the flags ask for, its tool vectors ready (cached or embedded now; what
+/// it did goes to stderr), or `None` for the lexical ranker.
+#[cfg(feature = "semantic")]
+#[allow(clippy::type_complexity)]
+fn hybrid_ranker<'a>(
+    index: &'a SearchIndex,
+    semantic: &crate::search::hybrid::SemanticArgs,
+    lexical_weight: Option<f32>,
+) -> Result<Option<Box<dyn Fn(&str) -> Result<Vec<RankedHit>> + 'a>>> {
+    use crate::search::hybrid::{DenseIndex, Fusion, hybrid_ranking};
+    let Some(store) = semantic.open()? else {
+        return Ok(None);
+    };
+    for skipped in store.skipped() {
+        eprintln!("vector cache: skipped {skipped}");
+    }
+    let started = Instant::now();
+    let (dense, embedded) = DenseIndex::build(index, &store)?;
+    eprintln!(
+        "hybrid ranker: {} tool vectors, {} from the cache, {} embedded in {:.1} s ({})",
+        dense.len(),
+        embedded.cached,
+        embedded.computed,
+        started.elapsed().as_secs_f64(),
+        store
+            .cache_dir()
+            .map_or("no cache".into(), |d| d.display().to_string())
+    );
+    let mut fusion = Fusion::default();
+    if let Some(weight) = lexical_weight {
+        fusion.lexical_weight = weight;
+    }
+    Ok(Some(Box::new(move |query: &str| {
+        let vector = store.query(query)?;
+        Ok(hybrid_ranking(
+            index,
+            &dense,
+            query,
+            &vector,
+            RANKED,
+            &SearchSettings::default(),
+            &fusion,
+        )
+        .hits)
+    })))
 }
 
 pub(crate) fn run(request: EvalRequest<'_>) -> Result<ExitCode> {
@@ -410,11 +466,28 @@ pub(crate) fn run(request: EvalRequest<'_>) -> Result<ExitCode> {
     };
     let view = Authorized::new(snapshot, Policy::allow_all());
     let index = SearchIndex::build(&view)?;
+    #[cfg(feature = "semantic")]
+    let hybrid = hybrid_ranker(&index, request.semantic, request.lexical_weight)?;
+    #[cfg(feature = "semantic")]
+    let ranker: &str = if hybrid.is_some() {
+        "hybrid"
+    } else {
+        "lexical"
+    };
+    #[cfg(not(feature = "semantic"))]
+    let ranker: &str = "lexical";
+    let rank = |query: &str| -> Result<Vec<RankedHit>> {
+        #[cfg(feature = "semantic")]
+        if let Some(hybrid) = &hybrid {
+            return hybrid(query);
+        }
+        Ok(index.rank_with(query, RANKED, &settings))
+    };
 
     let mut results = Vec::new();
     let mut latencies = Vec::new();
     for (name, queries, prefix) in &sets {
-        let evaluation = evaluate(&index, queries, prefix, &settings, request.per_query)?;
+        let evaluation = evaluate(&index, &rank, queries, prefix, &settings, request.per_query)?;
         latencies.extend_from_slice(&evaluation.latencies_us);
         results.push((name.clone(), evaluation));
     }
@@ -452,6 +525,7 @@ pub(crate) fn run(request: EvalRequest<'_>) -> Result<ExitCode> {
             })
         };
         value["latency_us"] = json!({"p50": p50, "p99": p99});
+        value["ranker"] = json!(ranker);
         if tagged {
             let by_lang: serde_json::Map<String, Value> = languages
                 .iter()
@@ -464,7 +538,7 @@ pub(crate) fn run(request: EvalRequest<'_>) -> Result<ExitCode> {
     }
     writeln!(
         out,
-        "{} tools{}, typo tolerance {}, lexicon {}",
+        "{} tools{}, {ranker} ranker, typo tolerance {}, lexicon {}",
         index.stats().documents,
         if request.pooled { " (pooled)" } else { "" },
         if settings.typo_tolerance { "on" } else { "off" },

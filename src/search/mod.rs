@@ -17,7 +17,8 @@
 //!   was cut, a note for the model — and the `select:NAME,…` form.
 //! - [`batch`]: the `tool_search` request parser and the 4,000-character budget.
 //! - [`lookup`]: describe, ambiguity errors and did-you-mean suggestions.
-//! - `semantic` (feature `semantic`): the sentence-embedding model directory and embedder.
+//! - `semantic` (feature `semantic`): the sentence-embedding model directory, the embedder and
+//!   the vector cache; `hybrid`: the lexical ranking fused with sentence-vector cosine.
 //!
 //! Never does: policy decisions (it receives an [`crate::policy::Authorized`] view) or calls.
 //! Bounds: limits per [`crate::config::SearchLimits`] (default 8, max 20, ceiling 50).
@@ -27,6 +28,8 @@ pub mod answer;
 pub mod batch;
 mod exact;
 mod hit;
+#[cfg(feature = "semantic")]
+pub mod hybrid;
 mod index;
 pub mod lexicon;
 pub mod lookup;

@@ -3,18 +3,27 @@
 //! inference on the CPU.
 //!
 //! Owns: [`ModelDir`] (the directory, its sha256 against [`KNOWN_MODELS`], pooling, token
-//! limit, the model's identity) and [`Embedder`] (unit vectors of queries and of many texts).
+//! limit, the model's identity), [`Embedder`] (unit vectors of queries and of many texts),
+//! [`VectorCache`] (vectors on disk, content-addressed per model, shared by processes) and
+//! [`VectorStore`] (memory, then disk, then the embedder).
 //!
 //! Never does: download a model (`scripts/fetch-model.sh` does that, once, by hand or in CI),
 //! fall back silently (a missing, unknown or broken model is an error naming its path), or rank.
 
+mod cache;
 mod embedder;
 mod model;
+mod store;
 
+pub use cache::{
+    CacheError, Loaded, MAX_SEGMENT_BYTES, MAX_SEGMENTS, TextKey, VectorCache, default_cache_root,
+    text_key,
+};
 pub use embedder::{BATCH, EmbedError, Embedder};
 pub use model::{
     KNOWN_MODELS, KnownModel, MODEL_FILES, ModelDir, ModelError, Pooling, Trust, sha256_hex,
 };
+pub use store::{Embedded, STORE_CHUNK, Vector, VectorStore};
 
 /// The cosine of two unit vectors (their dot product).
 pub fn cosine(a: &[f32], b: &[f32]) -> f32 {
