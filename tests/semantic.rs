@@ -1000,11 +1000,11 @@ mod hybrid {
         assert_eq!(hits[0].0, "plugin:files:delete_file");
         assert!(hits[0].2);
         assert_eq!(hits.iter().filter(|h| h.2).count(), 1);
-        // Every allowed tool is a dense candidate: the list is full, without repeats.
-        assert_eq!(hits.len(), 5);
+        // No tool twice.
         let mut ids: Vec<&String> = hits.iter().map(|h| &h.0).collect();
+        ids.sort();
         ids.dedup();
-        assert_eq!(ids.len(), 5);
+        assert_eq!(ids.len(), hits.len());
 
         // A query in Chinese script: the dense side has no weight, the answer is the lexical one.
         assert_eq!(dense_share("删除文件"), 0.0);
@@ -1058,5 +1058,135 @@ mod hybrid {
             "create_event (cal): Create a calendar event."
         );
         assert_eq!(embed_text(&untrusted), "do_thing (remote): Does a thing.");
+    }
+}
+
+mod cli {
+    use super::*;
+    use std::process::Command;
+
+    fn catalog_file(dir: &Path) -> PathBuf {
+        let path = dir.join("tools.jsonl");
+        let lines = [
+            json!({"id": "create_event", "name": "create_event", "description": "create a calendar event", "input_schema": {"type": "object"}}),
+            json!({"id": "delete_file", "name": "delete_file", "description": "delete a file", "input_schema": {"type": "object"}}),
+            json!({"id": "send_email", "name": "send_email", "description": "send an email", "input_schema": {"type": "object"}}),
+        ];
+        let text: Vec<String> = lines.iter().map(|l| l.to_string()).collect();
+        std::fs::write(&path, text.join("\n")).unwrap();
+        path
+    }
+
+    fn search(args: &[&str]) -> (bool, String, String) {
+        let out = Command::new(env!("CARGO_BIN_EXE_toolsearch"))
+            .arg("search")
+            .args(args)
+            .env_remove("TOOLSEARCH_SEMANTIC_MODEL")
+            .env_remove("TOOLSEARCH_CACHE_DIR")
+            .output()
+            .unwrap();
+        (
+            out.status.success(),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    }
+
+    #[test]
+    fn search_answers_with_the_hybrid_ranker_and_says_so() {
+        let tiny = tiny_model();
+        let scratch = tempfile::tempdir().unwrap();
+        let catalog = catalog_file(scratch.path());
+        let cache = scratch.path().join("cache");
+        let model = tiny.path.to_str().unwrap();
+        let common = [
+            "--catalog",
+            catalog.to_str().unwrap(),
+            "--semantic-model",
+            model,
+            "--semantic-unverified",
+            "--cache-dir",
+            cache.to_str().unwrap(),
+            "--json",
+        ];
+        let mut args = common.to_vec();
+        args.push("delete file");
+        let (ok, stdout, stderr) = search(&args);
+        assert!(ok, "{stderr}");
+        let answer: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+        assert_eq!(answer["ranker"], "hybrid", "{stdout}");
+        assert_eq!(
+            answer["hits"][0]["id"], "plugin:tools:delete_file",
+            "{stdout}"
+        );
+        assert_eq!(
+            answer["matched"],
+            answer["hits"].as_array().unwrap().len(),
+            "{stdout}"
+        );
+        // The vectors were cached for the next run.
+        let model_dirs: Vec<_> = std::fs::read_dir(cache.join("vectors")).unwrap().collect();
+        assert_eq!(model_dirs.len(), 1);
+
+        // The lexical ranker when asked, and by default without a model.
+        let mut lexical = common.to_vec();
+        lexical.extend(["--ranker", "lexical", "delete file"]);
+        let (ok, stdout, _) = search(&lexical);
+        assert!(ok);
+        let answer: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+        assert_eq!(answer["ranker"], "lexical");
+        assert_eq!(
+            answer["hits"][0]["id"], "plugin:tools:delete_file",
+            "{stdout}"
+        );
+        let (ok, stdout, _) = search(&[
+            "--catalog",
+            catalog.to_str().unwrap(),
+            "--json",
+            "delete file",
+        ]);
+        assert!(ok);
+        assert_eq!(
+            serde_json::from_str::<serde_json::Value>(&stdout).unwrap()["ranker"],
+            "lexical"
+        );
+    }
+
+    #[test]
+    fn hybrid_without_a_usable_model_is_an_error_not_a_lexical_answer() {
+        let tiny = tiny_model();
+        let scratch = tempfile::tempdir().unwrap();
+        let catalog = catalog_file(scratch.path());
+        let catalog = catalog.to_str().unwrap();
+
+        let (ok, stdout, stderr) =
+            search(&["--catalog", catalog, "--ranker", "hybrid", "delete file"]);
+        assert!(!ok && stdout.is_empty(), "{stdout}");
+        assert!(stderr.contains("--semantic-model"), "{stderr}");
+
+        let missing = scratch.path().join("no-model");
+        let (ok, _, stderr) = search(&[
+            "--catalog",
+            catalog,
+            "--semantic-model",
+            missing.to_str().unwrap(),
+            "x",
+        ]);
+        assert!(!ok);
+        assert!(stderr.contains("no such directory"), "{stderr}");
+
+        // Not in the manifest: refused without --semantic-unverified.
+        let (ok, _, stderr) = search(&[
+            "--catalog",
+            catalog,
+            "--semantic-model",
+            tiny.path.to_str().unwrap(),
+            "x",
+        ]);
+        assert!(!ok);
+        assert!(
+            stderr.contains("not a known model") && stderr.contains("--semantic-unverified"),
+            "{stderr}"
+        );
     }
 }

@@ -81,3 +81,59 @@ fn a_paraphrase_is_nearest_the_tool_it_means() {
         assert!(cosine(&alone, &vectors[expected]) > 0.99999);
     }
 }
+
+#[test]
+fn search_finds_by_meaning_what_no_word_of_the_query_names() {
+    let scratch = tempfile::tempdir().unwrap();
+    let catalog = scratch.path().join("tools.jsonl");
+    let tools = [
+        (
+            "create_calendar_event",
+            "Create a new event in the user's calendar",
+        ),
+        ("delete_file", "Delete a file from the workspace"),
+        ("send_email", "Send an email message to a recipient"),
+        ("get_weather", "Current weather and forecast for a city"),
+    ];
+    let lines: Vec<String> = tools
+        .iter()
+        .map(|(name, description)| {
+            serde_json::json!({"id": name, "name": name, "description": description,
+                               "input_schema": {"type": "object"}})
+            .to_string()
+        })
+        .collect();
+    std::fs::write(&catalog, lines.join("\n")).unwrap();
+    let run = |ranker: &str, query: &str| -> serde_json::Value {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_toolsearch"))
+            .args(["search", "--json", "--ranker", ranker, "--catalog"])
+            .arg(&catalog)
+            .arg("--semantic-model")
+            .arg(model_dir())
+            .arg("--cache-dir")
+            .arg(scratch.path().join("cache"))
+            .arg(query)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        serde_json::from_slice(&out.stdout).unwrap()
+    };
+    for (query, tool) in [
+        ("will it rain in Paris tomorrow", "get_weather"),
+        ("remove that document", "delete_file"),
+    ] {
+        let lexical = run("lexical", query);
+        assert!(lexical["hits"].as_array().unwrap().is_empty(), "{lexical}");
+        let hybrid = run("hybrid", query);
+        assert_eq!(hybrid["ranker"], "hybrid");
+        assert_eq!(
+            hybrid["hits"][0]["id"],
+            format!("plugin:tools:{tool}"),
+            "{hybrid}"
+        );
+    }
+}

@@ -125,6 +125,9 @@ impl ProviderArgs {
 pub(super) struct AgentArgs {
     #[command(flatten)]
     provider: ProviderArgs,
+    #[cfg(feature = "semantic")]
+    #[command(flatten)]
+    semantic: crate::search::hybrid::SemanticArgs,
     /// The user's prompt.
     #[arg(long, value_name = "TEXT")]
     prompt: String,
@@ -179,12 +182,28 @@ pub(super) fn agent(args: AgentArgs) -> Result<ExitCode> {
         }
         let agent = Agent::new(args.provider.config(), options)?;
         let mode = args.mode.map(ModeArg::mode);
+        // Hybrid: the tool vectors are ready (cached or embedded) before the first request.
+        #[cfg(feature = "semantic")]
+        let hybrid = args.semantic.open()?.map(|store| {
+            Arc::new(crate::search::IndexCache::new().with_semantic(
+                crate::search::hybrid::Semantic {
+                    store,
+                    fusion: crate::search::hybrid::Fusion::default(),
+                    background: false,
+                },
+            ))
+        });
         let configure = |builder: SessionBuilder| {
             let builder = builder
                 .context_tokens(args.context_tokens)
                 .warm_pool(0)
                 .worker_binary(worker)
                 .approvals(Arc::new(approvals));
+            #[cfg(feature = "semantic")]
+            let builder = match hybrid {
+                Some(cache) => builder.index_cache(cache),
+                None => builder,
+            };
             match mode {
                 Some(mode) => builder.mode(mode),
                 None => builder,

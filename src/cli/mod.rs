@@ -190,12 +190,15 @@ struct SearchArgs {
     #[command(flatten)]
     config: ConfigArgs,
     /// Print JSON: {"hits": [...], "matched": N, "truncated": bool, "not_found"?: [...] (names
-    /// of a select: query that matched no tool), "note": "..."}.
+    /// of a select: query that matched no tool), "note": "...", "ranker": "lexical"|"hybrid"}.
     #[arg(long)]
     json: bool,
     /// Show each hit's score and whether it matched a literal term.
     #[arg(long)]
     explain: bool,
+    #[cfg(feature = "semantic")]
+    #[command(flatten)]
+    semantic: crate::search::hybrid::SemanticArgs,
 }
 
 #[derive(Debug, Args)]
@@ -468,9 +471,28 @@ fn search(args: SearchArgs) -> Result<ExitCode> {
     // Searching needs no sandbox: the structured controls' session, with the config's limits.
     let plan = session(&args.config, &args.catalog)?;
     let limit = args.limit.map(Value::from);
+    // Hybrid: the tool vectors (cached, or embedded now) are ready before the query runs.
+    #[cfg(feature = "semantic")]
+    let hybrid = args.semantic.open()?.map(|store| {
+        std::sync::Arc::new(crate::search::IndexCache::new().with_semantic(
+            crate::search::hybrid::Semantic {
+                store,
+                fusion: crate::search::hybrid::Fusion::default(),
+                background: false,
+            },
+        ))
+    });
     let answered = with_session(
         plan,
-        |b| b.mode(Mode::Tools),
+        |b| {
+            let b = b.mode(Mode::Tools);
+            #[cfg(feature = "semantic")]
+            let b = match hybrid {
+                Some(cache) => b.index_cache(cache),
+                None => b,
+            };
+            b
+        },
         async |session| {
             let max = session.config().search_limits.max_limit();
             session
@@ -487,8 +509,12 @@ fn search(args: SearchArgs) -> Result<ExitCode> {
     };
     let mut out = std::io::stdout().lock();
     if args.json {
-        // `{"hits": [...], "matched": N, "truncated": bool, "not_found"?: [...], "note": "..."}`.
+        // `{"hits": [...], "matched": N, "truncated": bool, "not_found"?: [...], "note": "...",
+        // "ranker": "lexical"|"hybrid"}`.
         let mut object = response.to_object(max);
+        if let Some(ranker) = response.ranker() {
+            object["ranker"] = json!(ranker.as_str());
+        }
         if args.explain
             && let Some(hits) = object["hits"].as_array_mut()
         {

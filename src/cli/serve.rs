@@ -35,6 +35,9 @@ enum ServeMode {
 
 #[derive(Debug, Args)]
 pub(super) struct ServeArgs {
+    #[cfg(feature = "semantic")]
+    #[command(flatten)]
+    semantic: crate::search::hybrid::SemanticArgs,
     /// The surface to serve (default: the config's mode, else code).
     #[arg(long, value_enum)]
     mode: Option<ServeMode>,
@@ -129,6 +132,26 @@ pub(super) fn serve(args: ServeArgs) -> Result<ExitCode> {
     });
     let approvals =
         crate::gateway::GlobApprovals::new(&args.approve).map_err(anyhow::Error::msg)?;
+    // Hybrid: each catalog snapshot's tool vectors are embedded in the background (one at a
+    // time); searches are lexical until they are ready, and the session log says which ranker
+    // answered.
+    #[cfg(feature = "semantic")]
+    let hybrid = args.semantic.open()?.map(|store| {
+        eprintln!(
+            "toolsearch: hybrid search with {}; tool vectors cached in {}",
+            store.embedder().model().path.display(),
+            store
+                .cache_dir()
+                .map_or("memory only".into(), |d| d.display().to_string())
+        );
+        Arc::new(
+            crate::search::IndexCache::new().with_semantic(crate::search::hybrid::Semantic {
+                store,
+                fusion: crate::search::hybrid::Fusion::default(),
+                background: true,
+            }),
+        )
+    });
     let worker = match &args.worker_binary {
         Some(path) => path.clone(),
         None => std::env::current_exe().context("cannot locate the toolsearch executable")?,
@@ -150,6 +173,10 @@ pub(super) fn serve(args: ServeArgs) -> Result<ExitCode> {
                     .approvals(Arc::new(approvals));
                 if let Some(mode) = mode {
                     builder = builder.mode(mode);
+                }
+                #[cfg(feature = "semantic")]
+                if let Some(cache) = hybrid {
+                    builder = builder.index_cache(cache);
                 }
                 builder
             })

@@ -496,11 +496,15 @@ impl Gateway {
             ),
             Err(_) => (0, 0, false),
         };
+        let ranker = response.as_ref().ok().and_then(batch::Response::ranker);
         Counters::add(&self.inner.counters.queries, queries as u64);
         let mut fields = self.base_fields();
         fields.insert("queries".into(), json!(queries));
         fields.insert("results".into(), json!(results));
         fields.insert("truncated".into(), json!(truncated));
+        if let Some(ranker) = ranker {
+            fields.insert("ranker".into(), json!(ranker.as_str()));
+        }
         fields.insert("ok".into(), json!(response.is_ok()));
         fields.insert(
             "duration_us".into(),

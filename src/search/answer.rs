@@ -18,7 +18,7 @@
 use serde::Serialize;
 
 use super::lookup::{self, Resolution};
-use super::{RankedHit, SearchIndex, SearchSettings};
+use super::{RankedHit, RankerKind, SearchIndex, SearchSettings};
 use crate::config::input::echo;
 
 /// The prefix of the multi-name form (case-insensitive, after trimming).
@@ -85,6 +85,8 @@ pub struct Answer {
     pub select: bool,
     /// `select:` names that named no allowed tool, in the order given.
     pub missing: Vec<Missing>,
+    /// Which ranker answered (`select:` answers are lexical: exact names only).
+    pub ranker: RankerKind,
 }
 
 /// Answers one query: `select:` names (at most `max_limit` tools), or the ranking cut to `limit`.
@@ -97,13 +99,14 @@ pub fn answer(
     settings: &SearchSettings,
 ) -> Answer {
     let Some(names) = select_names(query) else {
-        let ranking = index.ranking(query, limit, settings);
+        let (ranking, ranker) = index.answer_ranking(query, limit, settings);
         return Answer {
             ranked: ranking.hits,
             matched: ranking.matched,
             limit,
             select: false,
             missing: Vec::new(),
+            ranker,
         };
     };
     let mut positions: Vec<u32> = Vec::new();
@@ -138,6 +141,7 @@ pub fn answer(
         limit: max_limit,
         select: true,
         missing,
+        ranker: RankerKind::Lexical,
     }
 }
 

@@ -27,7 +27,7 @@ use serde_json::{Map, Value};
 
 use super::answer::{self, Answer, Missing};
 use super::hit::compact_text;
-use super::{Hit, RankedHit, SearchIndex, SearchSettings, resolve_limit, short};
+use super::{Hit, RankedHit, RankerKind, SearchIndex, SearchSettings, resolve_limit, short};
 use crate::config::SearchLimits;
 
 /// Most queries in one batch.
@@ -128,6 +128,17 @@ impl Single {
     /// Why each hit ranked where it did (score, tier, exact), hit by hit.
     pub fn ranked(&self) -> &[RankedHit] {
         self.answer.as_ref().map_or(&[], |a| a.ranked.as_slice())
+    }
+}
+
+impl Response {
+    /// Which ranker answered (hybrid when any query of a batch was answered by it); `None` for
+    /// a blank query.
+    pub fn ranker(&self) -> Option<RankerKind> {
+        match self {
+            Response::Single(single) => single.answer.as_ref().map(|a| a.ranker),
+            Response::Batch(batch) => batch.results.iter().map(|g| g.answer.ranker).max(),
+        }
     }
 }
 

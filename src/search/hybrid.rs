@@ -6,9 +6,10 @@
 //! tool is embedded from ([`embed_text`]: name, owner and description — never a schema, for
 //! trusted and untrusted tools alike), and [`hybrid_ranking`]: every tool the query names
 //! exactly first, as in the lexical ranking; then the union of the lexical top
-//! [`Fusion::candidates`] and the dense top as many, ordered by
-//! `w · lexical + (1 − w) · dense`, each side min-max normalised over its own top list (a
-//! candidate absent from a side's list scores 0 there), ties by id.
+//! [`Fusion::candidates`] and the dense top as many whose cosine reaches
+//! [`Fusion::dense_match`], ordered by `w · lexical + (1 − w) · dense`, each side min-max
+//! normalised over its own top list (a candidate absent from a side's list scores 0 there),
+//! ties by id.
 //!
 //! The dense side's weight falls with the share of the query's letters outside Latin script
 //! ([`dense_share`]): the model is English, so a Chinese query is ranked by the lexical side
@@ -16,6 +17,9 @@
 //!
 //! Never does: embed (it is given vectors), or decide policy.
 
+use std::sync::{Arc, Mutex};
+
+pub use super::index::RankerKind;
 use super::index::{RankedHit, Ranking, SearchIndex, SearchSettings};
 use super::semantic::{EmbedError, Embedded, VectorStore, cosine};
 use crate::catalog::Descriptor;
@@ -29,8 +33,9 @@ pub struct Fusion {
     pub lexical_weight: f32,
     /// Candidates taken from each side's top list.
     pub candidates: usize,
-    /// A tool the lexical side did not match counts as matched when its cosine is at least
-    /// this.
+    /// A tool the lexical side did not match is a candidate (and counts as matched) only when
+    /// its cosine is at least this: unrelated tools are not shown just because every tool has
+    /// a cosine.
     pub dense_match: f32,
 }
 
@@ -39,7 +44,7 @@ impl Default for Fusion {
         Fusion {
             lexical_weight: 0.7,
             candidates: 50,
-            dense_match: 0.35,
+            dense_match: 0.2,
         }
     }
 }
@@ -62,6 +67,77 @@ pub fn embed_text(tool: &Descriptor) -> String {
         text.push_str(description);
     }
     text
+}
+
+/// The hybrid side of one index: its tool vectors, the store that embeds queries, the fusion.
+#[derive(Debug)]
+pub struct Attached {
+    /// The tool vectors, in the index's positions.
+    pub dense: DenseIndex,
+    /// Embeds queries.
+    pub store: Arc<VectorStore>,
+    /// How the sides are fused.
+    pub fusion: Fusion,
+}
+
+/// What an [`IndexCache`](super::IndexCache) needs to give its indexes the hybrid ranker.
+#[derive(Debug, Clone)]
+pub struct Semantic {
+    /// The vector store (model, cache).
+    pub store: Arc<VectorStore>,
+    /// How the sides are fused.
+    pub fusion: Fusion,
+    /// Embed a new index's tools in the background (long-running `serve` and `agent`: the
+    /// index answers lexically meanwhile) instead of before the index is handed out (one-shot
+    /// commands).
+    pub background: bool,
+}
+
+/// One embedding at a time in the background, whatever the number of indexes built: the
+/// pool is one thread's worth of CPU.
+static BACKGROUND: Mutex<()> = Mutex::new(());
+
+impl Semantic {
+    /// Embeds `index`'s tools (cached vectors first) and attaches the result, now or in the
+    /// background. A failure is logged; the index keeps answering lexically, and says so.
+    pub fn attach(&self, index: &Arc<SearchIndex>) {
+        let (index, store, fusion) = (index.clone(), self.store.clone(), self.fusion);
+        let work = move || {
+            let started = std::time::Instant::now();
+            match DenseIndex::build(&index, &store) {
+                Ok((dense, embedded)) => {
+                    tracing::info!(
+                        tools = dense.len(),
+                        cached = embedded.cached,
+                        computed = embedded.computed,
+                        ms = started.elapsed().as_millis() as u64,
+                        "tool vectors ready: hybrid ranking"
+                    );
+                    index.attach_dense(Arc::new(Attached {
+                        dense,
+                        store,
+                        fusion,
+                    }));
+                }
+                Err(error) => {
+                    tracing::warn!(%error, "tool vectors not computed: lexical ranking only")
+                }
+            }
+        };
+        if self.background {
+            let spawned = std::thread::Builder::new()
+                .name("toolsearch-embed".into())
+                .spawn(move || {
+                    let _one_at_a_time = BACKGROUND.lock().unwrap_or_else(|e| e.into_inner());
+                    work();
+                });
+            if let Err(error) = spawned {
+                tracing::warn!(%error, "embedding thread not started: lexical ranking only");
+            }
+        } else {
+            work();
+        }
+    }
 }
 
 /// One unit vector per allowed tool of an index, in its positions.
@@ -136,8 +212,8 @@ pub fn dense_share(query: &str) -> f32 {
 
 /// Ranks `index`'s tools for `query` by fusing its lexical ranking with the cosine of
 /// `query_vector` over `dense` (see the module doc). Returns at most `limit` hits; `matched`
-/// counts the lexically matched tools plus the dense-only candidates at or above
-/// [`Fusion::dense_match`].
+/// counts the lexically matched tools plus the dense-only candidates (those at or above
+/// [`Fusion::dense_match`]).
 pub fn hybrid_ranking(
     index: &SearchIndex,
     dense: &DenseIndex,
@@ -200,9 +276,10 @@ pub fn hybrid_ranking(
             continue;
         }
         let cos = cosines[position as usize];
-        if cos >= fusion.dense_match {
-            dense_only_matched += 1;
+        if cos < fusion.dense_match {
+            continue;
         }
+        dense_only_matched += 1;
         let score = dense_weight * normalise(cos, dense_min, dense_max);
         fused.push((score, position, None));
     }
@@ -236,25 +313,6 @@ fn min_max(values: impl Iterator<Item = f32>) -> (f32, f32) {
     values.fold((f32::INFINITY, f32::NEG_INFINITY), |(lo, hi), v| {
         (lo.min(v), hi.max(v))
     })
-}
-
-/// Which ranker answers.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum RankerKind {
-    /// BM25 with exact names, typo tolerance and the multilingual lexicon.
-    Lexical,
-    /// The lexical ranking fused with sentence-vector cosine (needs a model).
-    Hybrid,
-}
-
-impl RankerKind {
-    /// `"lexical"` or `"hybrid"`, as telemetry and `--json` say it.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            RankerKind::Lexical => "lexical",
-            RankerKind::Hybrid => "hybrid",
-        }
-    }
 }
 
 /// The command-line flags of hybrid search, shared by every command that searches.

@@ -82,6 +82,26 @@ impl Default for SearchSettings {
     }
 }
 
+/// Which ranker answers a search.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Default, clap::ValueEnum)]
+pub enum RankerKind {
+    /// BM25 with exact names, typo tolerance and the multilingual lexicon.
+    #[default]
+    Lexical,
+    /// The lexical ranking fused with sentence-vector cosine (feature `semantic`, a model).
+    Hybrid,
+}
+
+impl RankerKind {
+    /// `"lexical"` or `"hybrid"`, as telemetry and `--json` say it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RankerKind::Lexical => "lexical",
+            RankerKind::Hybrid => "hybrid",
+        }
+    }
+}
+
 /// How long building took and what went in (for telemetry and benches).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct IndexStats {
@@ -145,6 +165,9 @@ pub struct SearchIndex {
     /// The terms filed for typo tolerance's distance-1 lookups (built on first use).
     typos: OnceLock<DeletionIndex>,
     stats: IndexStats,
+    /// The hybrid ranker's side, once its tool vectors are ready (`IndexCache::with_semantic`).
+    #[cfg(feature = "semantic")]
+    dense: OnceLock<Arc<super::hybrid::Attached>>,
 }
 
 impl std::fmt::Debug for SearchIndex {
@@ -307,7 +330,51 @@ impl SearchIndex {
             hints: (0..documents).map(|_| OnceLock::new()).collect(),
             typos: OnceLock::new(),
             stats,
+            #[cfg(feature = "semantic")]
+            dense: OnceLock::new(),
         })
+    }
+
+    /// Attaches the hybrid ranker's side; from then on [`SearchIndex::answer_ranking`] fuses.
+    /// Only the first attachment counts (returns whether this one did).
+    #[cfg(feature = "semantic")]
+    pub fn attach_dense(&self, attached: Arc<super::hybrid::Attached>) -> bool {
+        self.dense.set(attached).is_ok()
+    }
+
+    /// The hybrid ranker's side, when attached.
+    #[cfg(feature = "semantic")]
+    pub fn dense(&self) -> Option<&Arc<super::hybrid::Attached>> {
+        self.dense.get()
+    }
+
+    /// The ranking a search answer gives, and which ranker gave it: the hybrid one once its
+    /// tool vectors are attached, else [`SearchIndex::ranking`].
+    pub fn answer_ranking(
+        &self,
+        query: &str,
+        limit: usize,
+        settings: &SearchSettings,
+    ) -> (Ranking, RankerKind) {
+        #[cfg(feature = "semantic")]
+        if let Some(attached) = self.dense.get() {
+            match attached.store.query(query) {
+                Ok(vector) => {
+                    let ranking = super::hybrid::hybrid_ranking(
+                        self,
+                        &attached.dense,
+                        query,
+                        &vector,
+                        limit,
+                        settings,
+                        &attached.fusion,
+                    );
+                    return (ranking, RankerKind::Hybrid);
+                }
+                Err(error) => tracing::warn!(%error, "query not embedded: answered lexically"),
+            }
+        }
+        (self.ranking(query, limit, settings), RankerKind::Lexical)
     }
 
     /// The view this index serves.
@@ -879,6 +946,8 @@ type Slot = Arc<Mutex<Option<Arc<SearchIndex>>>>;
 pub struct IndexCache {
     entries: Mutex<VecDeque<(Fingerprint, u64, Slot)>>,
     builds: AtomicU64,
+    #[cfg(feature = "semantic")]
+    semantic: Option<super::hybrid::Semantic>,
 }
 
 /// How many (snapshot, policy) indexes a cache keeps.
@@ -888,6 +957,15 @@ impl IndexCache {
     /// An empty cache.
     pub fn new() -> Self {
         IndexCache::default()
+    }
+
+    /// A cache whose indexes get the hybrid ranker: each new index's tool vectors come from
+    /// `semantic`'s store, before [`IndexCache::get`] returns it, or in the background (the
+    /// index answers lexically until they are ready).
+    #[cfg(feature = "semantic")]
+    pub fn with_semantic(mut self, semantic: super::hybrid::Semantic) -> Self {
+        self.semantic = Some(semantic);
+        self
     }
 
     /// How many indexes this cache has built (a build shared by concurrent callers counts once).
@@ -936,6 +1014,10 @@ impl IndexCache {
         }
         let index = Arc::new(SearchIndex::build(view)?);
         self.builds.fetch_add(1, Ordering::Relaxed);
+        #[cfg(feature = "semantic")]
+        if let Some(semantic) = &self.semantic {
+            semantic.attach(&index);
+        }
         *built = Some(index.clone());
         Ok(index)
     }

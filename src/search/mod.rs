@@ -41,7 +41,7 @@ mod typo;
 pub use exact::words;
 pub use hit::{Hit, compact_text};
 pub use index::{
-    BuildError, IndexCache, IndexStats, RankedHit, Ranking, SearchIndex, SearchSettings,
+    BuildError, IndexCache, IndexStats, RankedHit, RankerKind, Ranking, SearchIndex, SearchSettings,
 };
 
 use serde_json::Value;

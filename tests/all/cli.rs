@@ -179,12 +179,14 @@ fn eval_json_has_exactly_the_metric_keys() {
             "mrr",
             "ndcg@10",
             "queries",
+            "ranker",
             "recall@1",
             "recall@10",
             "recall@5"
         ]
     );
     assert_eq!(value["queries"], 30);
+    assert_eq!(value["ranker"], "lexical");
     // The reference ranker's dev NDCG@10 on this set is 0.359; the floor is 0.33.
     assert!(value["ndcg@10"].as_f64().unwrap() >= 0.33, "{value}");
 }
