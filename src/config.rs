@@ -384,6 +384,19 @@ pub struct McpServer {
     pub restart: bool,
 }
 
+/// Hybrid search's settings (`tools.toolSearch.semantic`: `model`, `cacheDir`, `unverified`).
+/// Paths are used as given (a relative one is relative to the working directory). The
+/// command-line flags and environment variables take precedence.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct SemanticSettings {
+    /// A sentence-transformers model directory; hybrid search is on when one is set.
+    pub model: Option<std::path::PathBuf>,
+    /// Where tool vectors are cached (default: the user's cache directory).
+    pub cache_dir: Option<std::path::PathBuf>,
+    /// Accept a model the manifest of known models does not know.
+    pub unverified: bool,
+}
+
 /// The resolved configuration.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Config {
@@ -407,6 +420,8 @@ pub struct Config {
     pub directory: DirectoryStyle,
     /// MCP servers whose tools join the catalog, sorted by name.
     pub mcp: Vec<McpServer>,
+    /// Hybrid search's model and vector cache (`tools.toolSearch.semantic`).
+    pub semantic: SemanticSettings,
     /// The agent loop's bounds (`agent`).
     pub agent: AgentLimits,
     /// Clamps applied, one sentence each.
@@ -424,7 +439,8 @@ const AGENT_KEYS: &str = "maxCallsPerTurn, maxRunResultBytes, runTimeoutMs";
 const MCP_KEYS: &str = "servers";
 const MCP_SERVER_KEYS: &str = "command, args, env, cwd, url, headers, startupTimeoutMs, callTimeoutMs, enabledTools, disabledTools, approval, restart";
 const TOOLS_KEYS: &str = "toolSearch";
-const SEARCH_KEYS: &str = "mode, autoDeferredMode, autoMaxTools, autoMaxSchemaTokens, codeTimeoutMs, memoryLimitBytes, searchDefaultLimit, maxSearchLimit, directory";
+const SEARCH_KEYS: &str = "mode, autoDeferredMode, autoMaxTools, autoMaxSchemaTokens, codeTimeoutMs, memoryLimitBytes, searchDefaultLimit, maxSearchLimit, directory, semantic";
+const SEMANTIC_KEYS: &str = "model, cacheDir, unverified";
 
 impl Config {
     /// The defaults of `profile`.
@@ -444,6 +460,7 @@ impl Config {
             search_limits: limits,
             directory: DirectoryStyle::List,
             mcp: Vec::new(),
+            semantic: SemanticSettings::default(),
             agent: AgentLimits::default(),
             warnings: Vec::new(),
         }
@@ -495,6 +512,7 @@ struct Raw {
     search_default_limit: Option<u64>,
     max_search_limit: Option<u64>,
     directory: Option<DirectoryStyle>,
+    semantic: SemanticSettings,
     mcp: Vec<RawMcpServer>,
     agent_max_calls_per_turn: Option<u64>,
     agent_max_run_result_bytes: Option<u64>,
@@ -871,6 +889,42 @@ impl Raw {
                         _ => return Err(invalid(&path, value, "\"list\" or \"namespaces\"")),
                     });
                 }
+                "semantic" => {
+                    let Value::Object(semantic) = value else {
+                        return Err(invalid(
+                            &path,
+                            value,
+                            "an object: {model, cacheDir?, unverified?}",
+                        ));
+                    };
+                    for (key, value) in semantic {
+                        let path = format!("{path}.{key}");
+                        let dir = |value: &Value| {
+                            value
+                                .as_str()
+                                .filter(|s| !s.trim().is_empty())
+                                .map(std::path::PathBuf::from)
+                                .ok_or_else(|| {
+                                    invalid(&path, value, "a directory path (a non-empty string)")
+                                })
+                        };
+                        match key.as_str() {
+                            "model" => self.semantic.model = Some(dir(value)?),
+                            "cacheDir" => self.semantic.cache_dir = Some(dir(value)?),
+                            "unverified" => {
+                                self.semantic.unverified = value
+                                    .as_bool()
+                                    .ok_or_else(|| invalid(&path, value, "true or false"))?;
+                            }
+                            other => {
+                                return Err(ConfigError::UnknownKey {
+                                    key: format!("{KEY}.semantic.{other}"),
+                                    accepted: SEMANTIC_KEYS,
+                                });
+                            }
+                        }
+                    }
+                }
                 other => {
                     return Err(ConfigError::UnknownKey {
                         key: format!("{KEY}.{other}"),
@@ -941,6 +995,7 @@ impl Raw {
         if let Some(directory) = self.directory {
             config.directory = directory;
         }
+        config.semantic = self.semantic;
         for server in self.mcp {
             let key = |field: &str| format!("mcp.servers.{}.{field}", server.name);
             let startup = server

@@ -62,7 +62,7 @@ pub use catalog::{
 };
 pub use config::{
     AgentLimits, Bounds, Config, ConfigError, DirectoryStyle, McpApproval, McpServer, McpTransport,
-    Mode, Profile, SearchLimits,
+    Mode, Profile, SearchLimits, SemanticSettings,
 };
 pub use gateway::{
     Approval, ApprovalHandler, BeforeToolCall, CallError, CallOutcome, ClientCall, Envelope,

@@ -1153,6 +1153,34 @@ mod cli {
     }
 
     #[test]
+    fn the_config_file_turns_hybrid_search_on() {
+        let tiny = tiny_model();
+        let scratch = tempfile::tempdir().unwrap();
+        let catalog = catalog_file(scratch.path());
+        let config = scratch.path().join("toolsearch.json5");
+        let cache = scratch.path().join("vectors");
+        std::fs::write(
+            &config,
+            json!({"tools": {"toolSearch": {"semantic": {
+                "model": tiny.path, "cacheDir": cache, "unverified": true}}}})
+            .to_string(),
+        )
+        .unwrap();
+        let (ok, stdout, stderr) = search(&[
+            "--catalog",
+            catalog.to_str().unwrap(),
+            "--config",
+            config.to_str().unwrap(),
+            "--json",
+            "delete file",
+        ]);
+        assert!(ok, "{stderr}");
+        let answer: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+        assert_eq!(answer["ranker"], "hybrid", "{stdout}");
+        assert!(cache.join("vectors").is_dir());
+    }
+
+    #[test]
     fn hybrid_without_a_usable_model_is_an_error_not_a_lexical_answer() {
         let tiny = tiny_model();
         let scratch = tempfile::tempdir().unwrap();

@@ -184,7 +184,7 @@ pub(super) fn agent(args: AgentArgs) -> Result<ExitCode> {
         let mode = args.mode.map(ModeArg::mode);
         // Hybrid: the tool vectors are ready (cached or embedded) before the first request.
         #[cfg(feature = "semantic")]
-        let hybrid = args.semantic.open()?.map(|store| {
+        let hybrid = args.semantic.open(&plan.config.semantic)?.map(|store| {
             Arc::new(crate::search::IndexCache::new().with_semantic(
                 crate::search::hybrid::Semantic {
                     store,

@@ -369,6 +369,12 @@ pub(crate) struct Plan {
 /// The plan of the run the flags describe.
 pub(crate) fn session(config: &ConfigArgs, catalog: &CatalogArgs) -> Result<Plan> {
     let config = config.load()?;
+    #[cfg(not(feature = "semantic"))]
+    if config.semantic.model.is_some() {
+        anyhow::bail!(
+            "tools.toolSearch.semantic.model needs hybrid search, which this build does not have (cargo build --release --features semantic)"
+        );
+    }
     let base = if !catalog.catalogs.is_empty() {
         let snapshot = load_catalog(catalog)?;
         snapshot
@@ -473,7 +479,7 @@ fn search(args: SearchArgs) -> Result<ExitCode> {
     let limit = args.limit.map(Value::from);
     // Hybrid: the tool vectors (cached, or embedded now) are ready before the query runs.
     #[cfg(feature = "semantic")]
-    let hybrid = args.semantic.open()?.map(|store| {
+    let hybrid = args.semantic.open(&plan.config.semantic)?.map(|store| {
         std::sync::Arc::new(crate::search::IndexCache::new().with_semantic(
             crate::search::hybrid::Semantic {
                 store,

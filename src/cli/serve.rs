@@ -136,7 +136,7 @@ pub(super) fn serve(args: ServeArgs) -> Result<ExitCode> {
     // time); searches are lexical until they are ready, and the session log says which ranker
     // answered.
     #[cfg(feature = "semantic")]
-    let hybrid = args.semantic.open()?.map(|store| {
+    let hybrid = args.semantic.open(&plan.config.semantic)?.map(|store| {
         eprintln!(
             "toolsearch: hybrid search with {}; tool vectors cached in {}",
             store.embedder().model().path.display(),

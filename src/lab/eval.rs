@@ -370,7 +370,7 @@ fn hybrid_ranker<'a>(
     lexical_weight: Option<f32>,
 ) -> Result<Option<Box<dyn Fn(&str) -> Result<Vec<RankedHit>> + 'a>>> {
     use crate::search::hybrid::{DenseIndex, Fusion, hybrid_ranking};
-    let Some(store) = semantic.open()? else {
+    let Some(store) = semantic.open(&crate::config::SemanticSettings::default())? else {
         return Ok(None);
     };
     for skipped in store.skipped() {

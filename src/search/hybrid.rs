@@ -23,6 +23,7 @@ pub use super::index::RankerKind;
 use super::index::{RankedHit, Ranking, SearchIndex, SearchSettings};
 use super::semantic::{EmbedError, Embedded, VectorStore, cosine};
 use crate::catalog::Descriptor;
+use crate::config::SemanticSettings;
 
 /// How the two sides are fused. The default weight was chosen on the dev splits of the four
 /// evaluation sets (one weight for all; NDCG@10 over lexical-weight 0.65–0.8, every set
@@ -341,7 +342,7 @@ pub struct SemanticArgs {
 pub enum HybridError {
     /// `--ranker hybrid` without a model.
     #[error(
-        "--ranker hybrid needs a model: --semantic-model DIR or TOOLSEARCH_SEMANTIC_MODEL (scripts/fetch-model.sh fetches all-MiniLM-L6-v2)"
+        "--ranker hybrid needs a model: --semantic-model DIR, TOOLSEARCH_SEMANTIC_MODEL or the config's tools.toolSearch.semantic.model (scripts/fetch-model.sh fetches all-MiniLM-L6-v2)"
     )]
     NoModel,
     /// The model directory is missing, unknown or broken.
@@ -353,26 +354,30 @@ pub enum HybridError {
 }
 
 impl SemanticArgs {
-    /// The model directory: the flag, else `TOOLSEARCH_SEMANTIC_MODEL`.
-    pub fn model(&self) -> Option<std::path::PathBuf> {
-        self.semantic_model.clone().or_else(|| {
-            std::env::var_os("TOOLSEARCH_SEMANTIC_MODEL")
-                .filter(|v| !v.is_empty())
-                .map(std::path::PathBuf::from)
-        })
+    /// The model directory: the flag, else `TOOLSEARCH_SEMANTIC_MODEL`, else the config's.
+    pub fn model(&self, config: &SemanticSettings) -> Option<std::path::PathBuf> {
+        self.semantic_model
+            .clone()
+            .or_else(|| {
+                std::env::var_os("TOOLSEARCH_SEMANTIC_MODEL")
+                    .filter(|v| !v.is_empty())
+                    .map(std::path::PathBuf::from)
+            })
+            .or_else(|| config.model.clone())
     }
 
-    /// The ranker these flags ask for.
-    pub fn ranker_kind(&self) -> RankerKind {
-        self.ranker.unwrap_or(if self.model().is_some() {
+    /// The ranker these flags (and the config) ask for.
+    pub fn ranker_kind(&self, config: &SemanticSettings) -> RankerKind {
+        self.ranker.unwrap_or(if self.model(config).is_some() {
             RankerKind::Hybrid
         } else {
             RankerKind::Lexical
         })
     }
 
-    /// The cache root: the flag, else `TOOLSEARCH_CACHE_DIR`, else the user's cache directory.
-    pub fn cache_root(&self) -> Option<std::path::PathBuf> {
+    /// The cache root: the flag, else `TOOLSEARCH_CACHE_DIR`, else the config's, else the
+    /// user's cache directory.
+    pub fn cache_root(&self, config: &SemanticSettings) -> Option<std::path::PathBuf> {
         self.cache_dir
             .clone()
             .or_else(|| {
@@ -380,23 +385,28 @@ impl SemanticArgs {
                     .filter(|v| !v.is_empty())
                     .map(std::path::PathBuf::from)
             })
+            .or_else(|| config.cache_dir.clone())
             .or_else(super::semantic::default_cache_root)
     }
 
     /// The vector store of the hybrid ranker, or `None` for the lexical one. Loads the model
-    /// (checked against the manifest unless `--semantic-unverified`) and reads the cache.
-    pub fn open(&self) -> Result<Option<std::sync::Arc<VectorStore>>, HybridError> {
-        if self.ranker_kind() == RankerKind::Lexical {
+    /// (checked against the manifest unless `--semantic-unverified` or the config's
+    /// `unverified`) and reads the cache. `config` is `tools.toolSearch.semantic`.
+    pub fn open(
+        &self,
+        config: &SemanticSettings,
+    ) -> Result<Option<std::sync::Arc<VectorStore>>, HybridError> {
+        if self.ranker_kind(config) == RankerKind::Lexical {
             return Ok(None);
         }
-        let model = self.model().ok_or(HybridError::NoModel)?;
-        let trust = if self.semantic_unverified {
+        let model = self.model(config).ok_or(HybridError::NoModel)?;
+        let trust = if self.semantic_unverified || config.unverified {
             super::semantic::Trust::Unverified
         } else {
             super::semantic::Trust::Verified
         };
         let embedder = std::sync::Arc::new(super::semantic::Embedder::open(&model, trust)?);
-        let store = VectorStore::open(embedder, self.cache_root().as_deref())?;
+        let store = VectorStore::open(embedder, self.cache_root(config).as_deref())?;
         Ok(Some(std::sync::Arc::new(store)))
     }
 }

@@ -274,3 +274,44 @@ fn a_bad_mcp_glob_is_named_itself_wherever_it_is_in_the_list() {
         }
     }
 }
+
+#[test]
+fn semantic_settings_are_read_and_their_unknown_keys_refused() {
+    let config = toolsearch::Config::parse(
+        r#"{tools: {toolSearch: {semantic: {model: "models/m", cacheDir: "/tmp/v", unverified: true}}}}"#,
+        None,
+    )
+    .unwrap();
+    assert_eq!(
+        config.semantic,
+        toolsearch::SemanticSettings {
+            model: Some("models/m".into()),
+            cache_dir: Some("/tmp/v".into()),
+            unverified: true,
+        }
+    );
+    assert_eq!(
+        toolsearch::Config::parse("{}", None).unwrap().semantic,
+        toolsearch::SemanticSettings::default()
+    );
+    let error =
+        toolsearch::Config::parse(r#"{tools: {toolSearch: {semantic: {modle: "m"}}}}"#, None)
+            .unwrap_err()
+            .to_string();
+    assert!(error.contains("tools.toolSearch.semantic.modle"), "{error}");
+    assert!(error.contains("model, cacheDir, unverified"), "{error}");
+    for bad in [
+        r#"{tools: {toolSearch: {semantic: {model: ""}}}}"#,
+        r#"{tools: {toolSearch: {semantic: {model: 3}}}}"#,
+        r#"{tools: {toolSearch: {semantic: {unverified: "yes"}}}}"#,
+        r#"{tools: {toolSearch: {semantic: "models/m"}}}"#,
+    ] {
+        let error = toolsearch::Config::parse(bad, None)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            error.contains("tools.toolSearch.semantic"),
+            "{bad}: {error}"
+        );
+    }
+}
