@@ -360,18 +360,17 @@ pub(crate) struct EvalRequest<'a> {
     pub(crate) lexical_weight: Option<f32>,
 }
 
-/// The hybrid ranker the flags ask for, its tool vectors ready (cached or embedded now; what
-/// it did goes to stderr), or `None` for the lexical ranker.
+/// Attaches the hybrid ranker the flags ask for to `index`, its tool vectors ready (cached or
+/// embedded now; what it did goes to stderr); `false` for the lexical ranker.
 #[cfg(feature = "semantic")]
-#[allow(clippy::type_complexity)]
-fn hybrid_ranker<'a>(
-    index: &'a SearchIndex,
+fn attach_hybrid(
+    index: &SearchIndex,
     semantic: &crate::search::hybrid::SemanticArgs,
     lexical_weight: Option<f32>,
-) -> Result<Option<Box<dyn Fn(&str) -> Result<Vec<RankedHit>> + 'a>>> {
-    use crate::search::hybrid::{DenseIndex, Fusion, hybrid_ranking};
+) -> Result<bool> {
+    use crate::search::hybrid::{Attached, DenseIndex, Fusion};
     let Some(store) = semantic.open(&crate::config::SemanticSettings::default())? else {
-        return Ok(None);
+        return Ok(false);
     };
     for skipped in store.skipped() {
         eprintln!("vector cache: skipped {skipped}");
@@ -392,18 +391,10 @@ fn hybrid_ranker<'a>(
     if let Some(weight) = lexical_weight {
         fusion.lexical_weight = weight;
     }
-    Ok(Some(Box::new(move |query: &str| {
-        let vector = store.query(query)?;
-        Ok(hybrid_ranking(
-            index,
-            &dense,
-            query,
-            &vector,
-            RANKED,
-            &SearchSettings::default(),
-            &fusion,
-        )
-        .hits)
+    Ok(index.attach_dense(std::sync::Arc::new(Attached {
+        dense,
+        store,
+        fusion,
     })))
 }
 
@@ -467,21 +458,13 @@ pub(crate) fn run(request: EvalRequest<'_>) -> Result<ExitCode> {
     let view = Authorized::new(snapshot, Policy::allow_all());
     let index = SearchIndex::build(&view)?;
     #[cfg(feature = "semantic")]
-    let hybrid = hybrid_ranker(&index, request.semantic, request.lexical_weight)?;
-    #[cfg(feature = "semantic")]
-    let ranker: &str = if hybrid.is_some() {
-        "hybrid"
-    } else {
-        "lexical"
-    };
+    let hybrid = attach_hybrid(&index, request.semantic, request.lexical_weight)?;
     #[cfg(not(feature = "semantic"))]
-    let ranker: &str = "lexical";
+    let hybrid = false;
+    let ranker = if hybrid { "hybrid" } else { "lexical" };
+    // The ranker search answers give (hybrid once attached).
     let rank = |query: &str| -> Result<Vec<RankedHit>> {
-        #[cfg(feature = "semantic")]
-        if let Some(hybrid) = &hybrid {
-            return hybrid(query);
-        }
-        Ok(index.rank_with(query, RANKED, &settings))
+        Ok(index.answer_ranking(query, RANKED, &settings).0.hits)
     };
 
     let mut results = Vec::new();

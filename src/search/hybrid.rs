@@ -211,6 +211,12 @@ pub fn dense_share(query: &str) -> f32 {
     }
 }
 
+/// The dense side's weight for `query`: `1 − w`, times its [`dense_share`]. At 0 the ranking
+/// is the lexical one and the query needs no vector.
+pub fn dense_weight(query: &str, fusion: &Fusion) -> f32 {
+    (1.0 - fusion.lexical_weight.clamp(0.0, 1.0)) * dense_share(query)
+}
+
 /// Ranks `index`'s tools for `query` by fusing its lexical ranking with the cosine of
 /// `query_vector` over `dense` (see the module doc). Returns at most `limit` hits; `matched`
 /// counts the lexically matched tools plus the dense-only candidates (those at or above
@@ -229,7 +235,7 @@ pub fn hybrid_ranking(
     }
     let depth = fusion.candidates.max(limit);
     let lexical = index.ranking(query, depth, settings);
-    let dense_weight = (1.0 - fusion.lexical_weight.clamp(0.0, 1.0)) * dense_share(query);
+    let dense_weight = dense_weight(query, fusion);
     if dense.len() != index.stats().documents || dense_weight <= 0.0 {
         let mut lexical = lexical;
         lexical.hits.truncate(limit);
@@ -353,16 +359,19 @@ pub enum HybridError {
     Cache(#[from] super::semantic::CacheError),
 }
 
+/// A non-empty environment variable as a path.
+fn env_path(name: &str) -> Option<std::path::PathBuf> {
+    std::env::var_os(name)
+        .filter(|v| !v.is_empty())
+        .map(std::path::PathBuf::from)
+}
+
 impl SemanticArgs {
     /// The model directory: the flag, else `TOOLSEARCH_SEMANTIC_MODEL`, else the config's.
     pub fn model(&self, config: &SemanticSettings) -> Option<std::path::PathBuf> {
         self.semantic_model
             .clone()
-            .or_else(|| {
-                std::env::var_os("TOOLSEARCH_SEMANTIC_MODEL")
-                    .filter(|v| !v.is_empty())
-                    .map(std::path::PathBuf::from)
-            })
+            .or_else(|| env_path("TOOLSEARCH_SEMANTIC_MODEL"))
             .or_else(|| config.model.clone())
     }
 
@@ -380,11 +389,7 @@ impl SemanticArgs {
     pub fn cache_root(&self, config: &SemanticSettings) -> Option<std::path::PathBuf> {
         self.cache_dir
             .clone()
-            .or_else(|| {
-                std::env::var_os("TOOLSEARCH_CACHE_DIR")
-                    .filter(|v| !v.is_empty())
-                    .map(std::path::PathBuf::from)
-            })
+            .or_else(|| env_path("TOOLSEARCH_CACHE_DIR"))
             .or_else(|| config.cache_dir.clone())
             .or_else(super::semantic::default_cache_root)
     }

@@ -358,7 +358,13 @@ impl SearchIndex {
     ) -> (Ranking, RankerKind) {
         #[cfg(feature = "semantic")]
         if let Some(attached) = self.dense.get() {
-            match attached.store.query(query) {
+            // A query the dense side has no weight for (Chinese) is not embedded.
+            let vector = if super::hybrid::dense_weight(query, &attached.fusion) > 0.0 {
+                attached.store.query(query)
+            } else {
+                Ok(Vec::new())
+            };
+            match vector {
                 Ok(vector) => {
                     let ranking = super::hybrid::hybrid_ranking(
                         self,
