@@ -441,6 +441,26 @@ const TEXTS: [&str; 6] = [
     "send emails: send an email to everyone on the schedule for thursday and friday please",
 ];
 
+/// The lane-wise dot product equals an f64 one at lengths around its 16 lanes.
+#[test]
+fn cosine_is_the_dot_product_at_every_length() {
+    let mut seed = 0x2545_f491_4f6c_dd1du64;
+    let mut next = || {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        (seed >> 40) as f32 / (1u64 << 24) as f32 - 0.5
+    };
+    for n in [0, 1, 15, 16, 17, 31, 384, 385] {
+        let a: Vec<f32> = (0..n).map(|_| next()).collect();
+        let b: Vec<f32> = (0..n).map(|_| next()).collect();
+        let exact: f64 = a.iter().zip(&b).map(|(x, y)| *x as f64 * *y as f64).sum();
+        assert!((cosine(&a, &b) as f64 - exact).abs() < 1e-5, "length {n}");
+    }
+    // Unequal lengths: the common prefix.
+    assert_eq!(cosine(&[1.0, 2.0, 3.0], &[1.0, 1.0]), 3.0);
+}
+
 #[test]
 fn vectors_equal_an_independent_f64_forward_pass_one_at_a_time_and_in_batches() {
     let tiny = tiny_model();
@@ -1216,5 +1236,105 @@ mod cli {
             stderr.contains("not a known model") && stderr.contains("--semantic-unverified"),
             "{stderr}"
         );
+    }
+
+    /// `serve` embeds a snapshot's tools in the background and answers meanwhile; every search
+    /// record in the session log says which ranker answered, and once the vectors are ready
+    /// (stderr says so) the answers are hybrid; the vectors land in the cache directory.
+    #[test]
+    fn serve_embeds_in_the_background_and_the_session_log_says_which_ranker_answered() {
+        use std::io::{BufRead, BufReader, Write};
+        use std::process::Stdio;
+        let tiny = tiny_model();
+        let scratch = tempfile::tempdir().unwrap();
+        let catalog = catalog_file(scratch.path());
+        let cache = scratch.path().join("cache");
+        let log = scratch.path().join("session.jsonl");
+        let mut child = Command::new(env!("CARGO_BIN_EXE_toolsearch"))
+            .args(["serve", "--mode", "tools", "--catalog"])
+            .arg(&catalog)
+            .arg("--semantic-model")
+            .arg(&tiny.path)
+            .arg("--semantic-unverified")
+            .arg("--cache-dir")
+            .arg(&cache)
+            .arg("--session-log")
+            .arg(&log)
+            .env_remove("TOOLSEARCH_SEMANTIC_MODEL")
+            .env_remove("TOOLSEARCH_CACHE_DIR")
+            .env("RUST_LOG", "info")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut stdin = child.stdin.take().unwrap();
+        let mut stdout = BufReader::new(child.stdout.take().unwrap());
+        let mut send = |message: serde_json::Value| {
+            writeln!(stdin, "{message}").unwrap();
+            stdin.flush().unwrap();
+        };
+        let mut read = || {
+            let mut line = String::new();
+            stdout.read_line(&mut line).unwrap();
+            serde_json::from_str::<serde_json::Value>(&line).unwrap()
+        };
+        send(
+            json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {},
+            "clientInfo": {"name": "semantic", "version": "0"}}}),
+        );
+        read();
+        send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+        let rankers = |log: &Path| -> Vec<String> {
+            std::fs::read_to_string(log)
+                .unwrap_or_default()
+                .lines()
+                .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+                .filter(|r| r["type"] == "search")
+                .map(|r| r["ranker"].as_str().unwrap_or("(none)").to_string())
+                .collect()
+        };
+        let started = std::time::Instant::now();
+        let mut id = 1;
+        loop {
+            send(
+                json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {
+                "name": "tool_search", "arguments": {"query": "delete file"}}}),
+            );
+            let response = read();
+            assert_eq!(response["id"], id, "{response}");
+            assert_eq!(response["result"]["isError"], false, "{response}");
+            let text = response["result"]["content"][0]["text"].as_str().unwrap();
+            assert!(text.contains("delete_file"), "{text}");
+            id += 1;
+            if rankers(&log).last().map(String::as_str) == Some("hybrid") {
+                break;
+            }
+            assert!(
+                started.elapsed() < std::time::Duration::from_secs(60),
+                "never hybrid: {:?}",
+                rankers(&log)
+            );
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+        drop(stdin);
+        let out = child.wait_with_output().unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "{stderr}");
+        let seen = rankers(&log);
+        assert_eq!(seen.len(), id - 1, "{seen:?}");
+        // Lexical answers (if any) come only before the vectors were ready, never after.
+        let first_hybrid = seen.iter().position(|r| r == "hybrid").unwrap();
+        assert!(
+            seen[..first_hybrid].iter().all(|r| r == "lexical"),
+            "{seen:?}"
+        );
+        assert!(
+            seen[first_hybrid..].iter().all(|r| r == "hybrid"),
+            "{seen:?}"
+        );
+        assert!(stderr.contains("tool vectors ready"), "{stderr}");
+        assert!(cache.join("vectors").is_dir(), "{stderr}");
     }
 }

@@ -659,6 +659,88 @@ mod tests {
     }
 }
 
+/// `toolsearch bench search --ranker hybrid`.
+#[cfg(feature = "semantic")]
+fn bench_search_hybrid(
+    workload: &super::search::Workload,
+    args: &BenchSearchArgs,
+) -> Result<ExitCode> {
+    let semantic = &args.semantic;
+    // Fails now, before the index is built, when the model cannot be used.
+    drop(semantic.open(&Default::default())?);
+    let open = || -> Result<std::sync::Arc<crate::search::semantic::VectorStore>, String> {
+        semantic
+            .open(&Default::default())
+            .map_err(|e| e.to_string())?
+            .ok_or_else(|| "no hybrid ranker".to_string())
+    };
+    let report = super::search::run_hybrid_search_bench(workload, args.tools, args.rounds, &open)
+        .map_err(anyhow::Error::msg)?;
+    let mut out = std::io::stdout().lock();
+    if args.json {
+        writeln!(out, "{}", serde_json::to_string_pretty(&report.json())?)?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    writeln!(
+        out,
+        "{} tools, hybrid ranker: lexical index {:.0} ms; model and vector cache {:.0} ms; tool vectors {:.0} ms ({} cached, {} embedded{})",
+        report.tools,
+        report.build_ms,
+        report.open_ms,
+        report.vectors_ms,
+        report.cached,
+        report.computed,
+        if report.computed > 0 {
+            format!(", {:.0} tools/s", report.embedded_per_s())
+        } else {
+            String::new()
+        }
+    )?;
+    writeln!(
+        out,
+        "second start over the same catalog: {:.0} ms, {} tools embedded",
+        report.restart_ms, report.restart_computed
+    )?;
+    writeln!(
+        out,
+        "resident memory: {:.0} MiB with the lexical index, {:.0} with the model and the cache read, {:.0} ready",
+        report.rss_mib[0], report.rss_mib[1], report.rss_mib[2]
+    )?;
+    writeln!(
+        out,
+        "{} rounds; per-query latency (limit 8), µs",
+        report.rounds
+    )?;
+    writeln!(
+        out,
+        "{:<44} {:>8} {:>8} {:>8} {:>8}",
+        "series", "queries", "p50", "p99", "mean"
+    )?;
+    for (name, latency) in [
+        ("English, lexical (baseline)", &report.lexical),
+        ("English, hybrid, new query", &report.english),
+        ("  of which the query embedding", &report.embedding),
+        ("  of which fusion", &report.fusion),
+        ("English, hybrid, repeated query", &report.repeated),
+        ("misspelled, hybrid, new query", &report.misspelled),
+        (
+            "non-English (zh/de/fr/id), hybrid, new",
+            &report.non_english,
+        ),
+    ] {
+        writeln!(
+            out,
+            "{:<44} {:>8} {:>8.1} {:>8.1} {:>8.1}",
+            name,
+            latency.samples / report.rounds,
+            latency.p50_us,
+            latency.p99_us,
+            latency.mean_us
+        )?;
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
 /// `toolsearch bench search`: per-query latency at N tools.
 #[derive(Debug, clap::Args)]
 pub(crate) struct BenchSearchArgs {
@@ -672,14 +754,20 @@ pub(crate) struct BenchSearchArgs {
     #[arg(long, value_name = "DIR")]
     eval_dir: Option<PathBuf>,
     /// Print the report as JSON: {tools, build_ms, rounds, english, english_plain, misspelled,
-    /// non_english: {samples, p50_us, p99_us, mean_us}, ratio_english_over_plain_p50}.
+    /// non_english: {samples, p50_us, p99_us, mean_us}, ratio_english_over_plain_p50}; with
+    /// the hybrid ranker {ranker, tools, rounds, build_ms, open_ms, vectors: {ms, cached,
+    /// computed, embedded_per_s}, restart: {ms, computed}, rss_mib, lexical, english,
+    /// embedding, fusion, repeated, misspelled, non_english, ratio_english_over_lexical_p50}.
     #[arg(long)]
     json: bool,
+    #[cfg(feature = "semantic")]
+    #[command(flatten)]
+    semantic: crate::search::hybrid::SemanticArgs,
 }
 
 pub(crate) fn bench_search(args: BenchSearchArgs) -> Result<ExitCode> {
     use super::search::{Workload, run_search_bench};
-    let dir = match args.eval_dir {
+    let dir = match args.eval_dir.clone() {
         Some(dir) => dir,
         None => super::shared_dir("eval").context("no evaluation sets directory ($TOOLSEARCH_SHARED/eval or ../shared/eval): give --eval-dir DIR")?,
     };
@@ -687,6 +775,10 @@ pub(crate) fn bench_search(args: BenchSearchArgs) -> Result<ExitCode> {
         bail!("--tools and --rounds must be at least 1");
     }
     let workload = Workload::load(&dir).map_err(anyhow::Error::msg)?;
+    #[cfg(feature = "semantic")]
+    if args.semantic.ranker_kind(&Default::default()) == crate::search::RankerKind::Hybrid {
+        return bench_search_hybrid(&workload, &args);
+    }
     let report =
         run_search_bench(&workload, args.tools, args.rounds).map_err(anyhow::Error::msg)?;
     let mut out = std::io::stdout().lock();

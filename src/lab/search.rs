@@ -300,3 +300,211 @@ pub fn run_search_bench(
         non_english: Latency::of(foreign),
     })
 }
+
+/// Resident memory of this process, MiB (0 where `/proc` is not there).
+#[cfg(feature = "semantic")]
+fn rss_mib() -> f64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find_map(|l| l.strip_prefix("VmRSS:"))
+                .and_then(|v| v.split_whitespace().next()?.parse::<f64>().ok())
+        })
+        .map_or(0.0, |kib| kib / 1024.0)
+}
+
+/// What [`run_hybrid_search_bench`] measured: the cost of getting the hybrid ranker ready
+/// and of a hybrid query, beside the lexical ranker's in the same run.
+#[cfg(feature = "semantic")]
+#[derive(Debug, Clone)]
+pub struct HybridSearchReport {
+    /// Tools in the index.
+    pub tools: usize,
+    /// Rounds over every series.
+    pub rounds: usize,
+    /// Lexical index build, ms.
+    pub build_ms: f64,
+    /// Loading the model and reading the vector cache, ms.
+    pub open_ms: f64,
+    /// Getting every tool's vector (from the cache, or embedded now), ms.
+    pub vectors_ms: f64,
+    /// Tool vectors found in the cache.
+    pub cached: usize,
+    /// Tool vectors embedded now.
+    pub computed: usize,
+    /// A second start in the same process over the same catalog: model, cache, lexical index
+    /// and tool vectors, ms.
+    pub restart_ms: f64,
+    /// Tool vectors the second start embedded (0 with a writable cache).
+    pub restart_computed: usize,
+    /// Resident memory with the lexical index built, then with the model loaded and the cache
+    /// read (every vector it holds for this model), then with every tool vector attached, MiB.
+    pub rss_mib: [f64; 3],
+    /// English dev queries, lexical ranker (the same-run baseline).
+    pub lexical: Latency,
+    /// English dev queries, hybrid ranker, the query never seen before: embedding + fusion.
+    pub english: Latency,
+    /// The query embedding alone (part of `english`).
+    pub embedding: Latency,
+    /// Fusion alone, the vector given (part of `english`).
+    pub fusion: Latency,
+    /// English dev queries asked again (their vector among the recent queries).
+    pub repeated: Latency,
+    /// Misspelled queries, hybrid, never seen before.
+    pub misspelled: Latency,
+    /// [`NON_ENGLISH`], hybrid, never seen before (Chinese ones are not embedded).
+    pub non_english: Latency,
+}
+
+#[cfg(feature = "semantic")]
+impl HybridSearchReport {
+    /// Tool vectors embedded per second when any were (0 otherwise).
+    pub fn embedded_per_s(&self) -> f64 {
+        if self.computed == 0 || self.vectors_ms <= 0.0 {
+            0.0
+        } else {
+            self.computed as f64 / (self.vectors_ms / 1e3)
+        }
+    }
+
+    /// The report as JSON (what `toolsearch bench search --ranker hybrid --json` prints).
+    pub fn json(&self) -> Value {
+        json!({
+            "ranker": "hybrid",
+            "tools": self.tools,
+            "rounds": self.rounds,
+            "build_ms": round2(self.build_ms),
+            "open_ms": round2(self.open_ms),
+            "vectors": {"ms": round2(self.vectors_ms), "cached": self.cached,
+                        "computed": self.computed, "embedded_per_s": round2(self.embedded_per_s())},
+            "restart": {"ms": round2(self.restart_ms), "computed": self.restart_computed},
+            "rss_mib": {"before_model": round2(self.rss_mib[0]), "model_and_cache": round2(self.rss_mib[1]),
+                        "ready": round2(self.rss_mib[2])},
+            "lexical": self.lexical.json(),
+            "english": self.english.json(),
+            "embedding": self.embedding.json(),
+            "fusion": self.fusion.json(),
+            "repeated": self.repeated.json(),
+            "misspelled": self.misspelled.json(),
+            "non_english": self.non_english.json(),
+            "ratio_english_over_lexical_p50": round2(self.english.p50_us / self.lexical.p50_us.max(f64::MIN_POSITIVE)),
+        })
+    }
+}
+
+/// Builds the index of `workload.catalog(tools)`, opens the vector store with `open` (model
+/// and cache), gets every tool's vector, then times a second start, and every query of every
+/// series `rounds` times: the lexical ranking, and the hybrid one for a query never seen
+/// (embedded now: the embedding and the fusion timed apart and together) and for a repeated
+/// one. A non-English request that finds nothing is an error.
+#[cfg(feature = "semantic")]
+pub fn run_hybrid_search_bench(
+    workload: &Workload,
+    tools: usize,
+    rounds: usize,
+    open: &dyn Fn() -> Result<std::sync::Arc<crate::search::semantic::VectorStore>, String>,
+) -> Result<HybridSearchReport, String> {
+    use crate::search::hybrid::{Attached, DenseIndex, Fusion, dense_weight, hybrid_ranking};
+    let ms = |started: Instant| started.elapsed().as_secs_f64() * 1e3;
+    let catalog = workload.catalog(tools);
+    let view = Authorized::new(catalog.clone(), Policy::allow_all());
+    let started = Instant::now();
+    let index = SearchIndex::build(&view).map_err(|e| e.to_string())?;
+    let build_ms = ms(started);
+    let rss_before = rss_mib();
+
+    let started = Instant::now();
+    let store = open()?;
+    let open_ms = ms(started);
+    let rss_model = rss_mib();
+    let started = Instant::now();
+    let (dense, embedded) = DenseIndex::build(&index, &store).map_err(|e| e.to_string())?;
+    let vectors_ms = ms(started);
+    let fusion = Fusion::default();
+    index.attach_dense(std::sync::Arc::new(Attached {
+        dense,
+        store: store.clone(),
+        fusion,
+    }));
+    let rss_ready = rss_mib();
+
+    // A second start: everything again from the files, nothing shared with the first.
+    let started = Instant::now();
+    let (restart_computed, restart_ms) = {
+        let store = open()?;
+        let view = Authorized::new(catalog, Policy::allow_all());
+        let index = SearchIndex::build(&view).map_err(|e| e.to_string())?;
+        let (_, again) = DenseIndex::build(&index, &store).map_err(|e| e.to_string())?;
+        (again.computed, ms(started))
+    };
+
+    let attached = index.dense().ok_or("the tool vectors were not attached")?;
+    let on = SearchSettings::default();
+    let embedder = store.embedder().clone();
+    // A query never seen: embedded now (not through the recent queries), then fused.
+    let cold = |query: &str| -> Result<(f64, f64, usize), String> {
+        let started = Instant::now();
+        let vector = if dense_weight(query, &fusion) > 0.0 {
+            embedder.embed_one(query).map_err(|e| e.to_string())?
+        } else {
+            Vec::new()
+        };
+        let embedded = started.elapsed().as_secs_f64() * 1e6;
+        let fused = Instant::now();
+        let ranking = hybrid_ranking(&index, &attached.dense, query, &vector, 8, &on, &fusion);
+        let fused = fused.elapsed().as_secs_f64() * 1e6;
+        Ok((embedded, fused, ranking.hits.len()))
+    };
+    let (mut lexical, mut english, mut embedding, mut fused, mut repeated) =
+        (Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    let (mut misspelled, mut foreign) = (Vec::new(), Vec::new());
+    for round in 0..rounds {
+        for query in &workload.english {
+            std::hint::black_box(index.ranking(query, 8, &on));
+            let started = Instant::now();
+            std::hint::black_box(index.ranking(query, 8, &on));
+            lexical.push(started.elapsed().as_secs_f64() * 1e6);
+            let (embed_us, fuse_us, _) = cold(query)?;
+            embedding.push(embed_us);
+            fused.push(fuse_us);
+            english.push(embed_us + fuse_us);
+            if round == 0 {
+                std::hint::black_box(index.answer_ranking(query, 8, &on));
+            }
+            let started = Instant::now();
+            std::hint::black_box(index.answer_ranking(query, 8, &on));
+            repeated.push(started.elapsed().as_secs_f64() * 1e6);
+        }
+        for query in &workload.misspelled {
+            let (embed_us, fuse_us, _) = cold(query)?;
+            misspelled.push(embed_us + fuse_us);
+        }
+        for query in NON_ENGLISH {
+            let (embed_us, fuse_us, found) = cold(query)?;
+            if found == 0 {
+                return Err(format!("{query:?} found nothing in {tools} tools"));
+            }
+            foreign.push(embed_us + fuse_us);
+        }
+    }
+    Ok(HybridSearchReport {
+        tools,
+        rounds,
+        build_ms,
+        open_ms,
+        vectors_ms,
+        cached: embedded.cached,
+        computed: embedded.computed,
+        restart_ms,
+        restart_computed,
+        rss_mib: [rss_before, rss_model, rss_ready],
+        lexical: Latency::of(lexical),
+        english: Latency::of(english),
+        embedding: Latency::of(embedding),
+        fusion: Latency::of(fused),
+        repeated: Latency::of(repeated),
+        misspelled: Latency::of(misspelled),
+        non_english: Latency::of(foreign),
+    })
+}

@@ -362,7 +362,7 @@ impl SearchIndex {
             let vector = if super::hybrid::dense_weight(query, &attached.fusion) > 0.0 {
                 attached.store.query(query)
             } else {
-                Ok(Vec::new())
+                Ok(Arc::from(Vec::new()))
             };
             match vector {
                 Ok(vector) => {

@@ -3,8 +3,10 @@
 //!
 //! Owns: the in-memory map of every vector this process has seen (so a new catalog snapshot
 //! embeds only new or changed texts), embedding what is missing in length-sorted batches and
-//! storing it a chunk at a time (an interrupted run keeps what it finished), and the counts
-//! of cached and computed texts that telemetry reports.
+//! storing it a chunk at a time (an interrupted run keeps what it finished), the counts
+//! of cached and computed texts that telemetry reports, and the vectors of the
+//! [`RECENT_QUERIES`] most recent queries (in memory only: an agent that repeats or retries a
+//! search, or several sessions asking the same, pay the embedding once).
 //!
 //! Never does: decide what text stands for a tool, or rank. A cache that cannot be written
 //! costs speed, never an answer: the vectors are still returned, and the failure is counted.
@@ -19,6 +21,9 @@ use super::embedder::{EmbedError, Embedder};
 
 /// Texts embedded and written to the cache as one segment.
 pub const STORE_CHUNK: usize = 512;
+
+/// Query vectors kept, least recently used first out (1,024 × 384 floats: 1.5 MiB).
+pub const RECENT_QUERIES: usize = 1024;
 
 /// A shared vector: one allocation per distinct text.
 pub type Vector = Arc<[f32]>;
@@ -41,6 +46,8 @@ pub struct VectorStore {
     memory: Mutex<HashMap<TextKey, Vector>>,
     skipped: Vec<String>,
     store_failures: AtomicUsize,
+    recent: Mutex<lru::LruCache<String, Vector>>,
+    query_hits: AtomicUsize,
 }
 
 impl std::fmt::Debug for VectorStore {
@@ -75,6 +82,10 @@ impl VectorStore {
             memory: Mutex::new(memory),
             skipped,
             store_failures: AtomicUsize::new(0),
+            recent: Mutex::new(lru::LruCache::new(
+                std::num::NonZeroUsize::new(RECENT_QUERIES).unwrap_or(std::num::NonZeroUsize::MIN),
+            )),
+            query_hits: AtomicUsize::new(0),
         })
     }
 
@@ -103,9 +114,31 @@ impl VectorStore {
         self.memory.lock().map(|m| m.len()).unwrap_or(0)
     }
 
-    /// The vector of one query (never cached: queries are not worth the disk).
-    pub fn query(&self, text: &str) -> Result<Vec<f32>, EmbedError> {
-        self.embedder.embed_one(text)
+    /// The vector of one query: one of the [`RECENT_QUERIES`] most recent, else embedded now
+    /// (never written to disk: queries are not worth it). The lock is not held while embedding,
+    /// so two threads asking a new query at once may both embed it.
+    pub fn query(&self, text: &str) -> Result<Vector, EmbedError> {
+        if let Some(vector) = self
+            .recent
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(text)
+            .cloned()
+        {
+            self.query_hits.fetch_add(1, Ordering::Relaxed);
+            return Ok(vector);
+        }
+        let vector = Vector::from(self.embedder.embed_one(text)?);
+        self.recent
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .put(text.to_string(), vector.clone());
+        Ok(vector)
+    }
+
+    /// Queries answered from the recent query vectors so far.
+    pub fn query_hits(&self) -> usize {
+        self.query_hits.load(Ordering::Relaxed)
     }
 
     /// The vectors of `texts`, computing only those never seen.
