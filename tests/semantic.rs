@@ -425,6 +425,27 @@ fn erf(x: f64) -> f64 {
     }
 }
 
+/// The encoder's f32 erf and GELU against the f64 series above, over the range activations
+/// take (and beyond, where erf saturates).
+#[test]
+fn the_activation_is_the_exact_gelu_to_float_precision() {
+    let (mut worst_erf, mut worst_gelu) = (0f64, 0f64);
+    for i in -80_000..=80_000 {
+        let x = i as f64 * 1e-4;
+        worst_erf = worst_erf.max((toolsearch::semantic::erf(x as f32) as f64 - erf(x)).abs());
+        let exact = 0.5 * x * (1.0 + erf(x / std::f64::consts::SQRT_2));
+        let got = toolsearch::semantic::gelu(x as f32) as f64;
+        worst_gelu = worst_gelu.max((got - exact).abs() / x.abs().max(1.0));
+    }
+    assert!(worst_erf < 1e-6, "erf off by {worst_erf:e}");
+    assert!(
+        worst_gelu < 1e-6,
+        "gelu off by {worst_gelu:e} (relative beyond |x| = 1)"
+    );
+    assert!((toolsearch::semantic::erf(1e6) - 1.0).abs() < 1e-6);
+    assert!((toolsearch::semantic::erf(-1e6) + 1.0).abs() < 1e-6);
+}
+
 fn max_difference(a: &[f32], b: &[f64]) -> f64 {
     a.iter()
         .zip(b)

@@ -3,7 +3,8 @@
 //! inference on the CPU.
 //!
 //! Owns: [`ModelDir`] (the directory, its sha256 against [`KNOWN_MODELS`], pooling, token
-//! limit, the model's identity), [`Embedder`] (unit vectors of queries and of many texts),
+//! limit, the model's identity), [`Encoder`] (the BERT forward pass), [`Embedder`] (unit
+//! vectors of queries and of many texts),
 //! [`VectorCache`] (vectors on disk, content-addressed per model, shared by processes) and
 //! [`VectorStore`] (memory, then disk, then the embedder).
 //!
@@ -12,6 +13,7 @@
 
 mod cache;
 mod embedder;
+mod encoder;
 mod model;
 mod store;
 
@@ -20,6 +22,7 @@ pub use cache::{
     text_key,
 };
 pub use embedder::{BATCH, EmbedError, Embedder};
+pub use encoder::{Activation, BertConfig, Encoder, erf, gelu};
 pub use model::{
     KNOWN_MODELS, KnownModel, MODEL_FILES, ModelDir, ModelError, Pooling, Trust, sha256_hex,
 };

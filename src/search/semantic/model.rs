@@ -13,7 +13,7 @@ use std::fmt::Write as _;
 use std::io::Read as _;
 use std::path::{Path, PathBuf};
 
-use candle_transformers::models::bert::Config as BertConfig;
+use super::encoder::BertConfig;
 use serde_json::Value;
 use sha2::{Digest as _, Sha256};
 
