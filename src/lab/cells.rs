@@ -746,7 +746,8 @@ async fn warm_cell(
     Ok((dt, r.value.unwrap_or_default(), r.telemetry.phases))
 }
 
-fn proc_kib(path: &str, field: &str) -> u64 {
+/// A `/proc` status field in KiB (0 when absent).
+pub(crate) fn proc_kib(path: &str, field: &str) -> u64 {
     std::fs::read_to_string(path)
         .ok()
         .and_then(|s| {

@@ -659,6 +659,32 @@ mod tests {
     }
 }
 
+/// The per-series latency table of `bench search`: queries per round, p50, p99, mean (µs).
+fn write_latencies(
+    out: &mut impl Write,
+    rounds: usize,
+    series: &[(&str, &super::search::Latency)],
+) -> Result<()> {
+    let width = series.iter().map(|(name, _)| name.len()).max().unwrap_or(0) + 2;
+    writeln!(
+        out,
+        "{:<width$} {:>8} {:>8} {:>8} {:>8}",
+        "series", "queries", "p50", "p99", "mean"
+    )?;
+    for (name, latency) in series {
+        writeln!(
+            out,
+            "{:<width$} {:>8} {:>8.1} {:>8.1} {:>8.1}",
+            name,
+            latency.samples / rounds.max(1),
+            latency.p50_us,
+            latency.p99_us,
+            latency.mean_us
+        )?;
+    }
+    Ok(())
+}
+
 /// `toolsearch bench search --ranker hybrid`.
 #[cfg(feature = "semantic")]
 fn bench_search_hybrid(
@@ -666,8 +692,6 @@ fn bench_search_hybrid(
     args: &BenchSearchArgs,
 ) -> Result<ExitCode> {
     let semantic = &args.semantic;
-    // Fails now, before the index is built, when the model cannot be used.
-    drop(semantic.open(&Default::default())?);
     let open = || -> Result<std::sync::Arc<crate::search::semantic::VectorStore>, String> {
         semantic
             .open(&Default::default())
@@ -711,33 +735,22 @@ fn bench_search_hybrid(
         "{} rounds; per-query latency (limit 8), µs",
         report.rounds
     )?;
-    writeln!(
-        out,
-        "{:<44} {:>8} {:>8} {:>8} {:>8}",
-        "series", "queries", "p50", "p99", "mean"
+    write_latencies(
+        &mut out,
+        report.rounds,
+        &[
+            ("English, lexical (baseline)", &report.lexical),
+            ("English, hybrid, new query", &report.english),
+            ("  of which the query embedding", &report.embedding),
+            ("  of which fusion", &report.fusion),
+            ("English, hybrid, repeated query", &report.repeated),
+            ("misspelled, hybrid, new query", &report.misspelled),
+            (
+                "non-English (zh/de/fr/id), hybrid, new",
+                &report.non_english,
+            ),
+        ],
     )?;
-    for (name, latency) in [
-        ("English, lexical (baseline)", &report.lexical),
-        ("English, hybrid, new query", &report.english),
-        ("  of which the query embedding", &report.embedding),
-        ("  of which fusion", &report.fusion),
-        ("English, hybrid, repeated query", &report.repeated),
-        ("misspelled, hybrid, new query", &report.misspelled),
-        (
-            "non-English (zh/de/fr/id), hybrid, new",
-            &report.non_english,
-        ),
-    ] {
-        writeln!(
-            out,
-            "{:<44} {:>8} {:>8.1} {:>8.1} {:>8.1}",
-            name,
-            latency.samples / report.rounds,
-            latency.p50_us,
-            latency.p99_us,
-            latency.mean_us
-        )?;
-    }
     Ok(ExitCode::SUCCESS)
 }
 
@@ -791,27 +804,16 @@ pub(crate) fn bench_search(args: BenchSearchArgs) -> Result<ExitCode> {
         "{} tools (built in {:.0} ms), {} rounds; per-query latency of `rank` (limit 8), µs",
         report.tools, report.build_ms, report.rounds
     )?;
-    writeln!(
-        out,
-        "{:<40} {:>8} {:>8} {:>8} {:>8}",
-        "series", "queries", "p50", "p99", "mean"
+    write_latencies(
+        &mut out,
+        report.rounds,
+        &[
+            ("English (typo tolerance + lexicon)", &report.english),
+            ("English, both off (baseline)", &report.english_plain),
+            ("misspelled", &report.misspelled),
+            ("non-English (zh/de/fr/id)", &report.non_english),
+        ],
     )?;
-    for (name, latency) in [
-        ("English (typo tolerance + lexicon)", &report.english),
-        ("English, both off (baseline)", &report.english_plain),
-        ("misspelled", &report.misspelled),
-        ("non-English (zh/de/fr/id)", &report.non_english),
-    ] {
-        writeln!(
-            out,
-            "{:<40} {:>8} {:>8.1} {:>8.1} {:>8.1}",
-            name,
-            latency.samples / report.rounds,
-            latency.p50_us,
-            latency.p99_us,
-            latency.mean_us
-        )?;
-    }
     writeln!(
         out,
         "English p50 on / off: {:.2}×",

@@ -304,14 +304,7 @@ pub fn run_search_bench(
 /// Resident memory of this process, MiB (0 where `/proc` is not there).
 #[cfg(feature = "semantic")]
 fn rss_mib() -> f64 {
-    std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find_map(|l| l.strip_prefix("VmRSS:"))
-                .and_then(|v| v.split_whitespace().next()?.parse::<f64>().ok())
-        })
-        .map_or(0.0, |kib| kib / 1024.0)
+    super::cells::proc_kib("/proc/self/status", "VmRSS:") as f64 / 1024.0
 }
 
 /// What [`run_hybrid_search_bench`] measured: the cost of getting the hybrid ranker ready
