@@ -7,7 +7,6 @@
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
-use candle_core::{Device, Tensor};
 use serde_json::json;
 use toolsearch::semantic::{
     Embedder, KnownModel, ModelDir, ModelError, Pooling, Trust, cosine, sha256_hex,
@@ -222,15 +221,27 @@ fn tiny_model() -> Tiny {
         );
         add(format!("{p}.output.LayerNorm.bias"), vec![HIDDEN], 0.0, 0.2);
     }
-    let tensors: HashMap<String, Tensor> = weights
+    let bytes: Vec<(String, Vec<usize>, Vec<u8>)> = weights
         .iter()
         .map(|(name, (shape, values))| {
-            let values: Vec<f32> = values.iter().map(|&x| x as f32).collect();
-            let tensor = Tensor::from_vec(values, shape.as_slice(), &Device::Cpu).unwrap();
-            (name.clone(), tensor)
+            let bytes = values
+                .iter()
+                .flat_map(|&x| (x as f32).to_le_bytes())
+                .collect();
+            (name.clone(), shape.clone(), bytes)
         })
         .collect();
-    candle_core::safetensors::save(&tensors, path.join("model.safetensors")).unwrap();
+    let views = bytes.iter().map(|(name, shape, data)| {
+        let view =
+            safetensors::tensor::TensorView::new(safetensors::Dtype::F32, shape.clone(), data)
+                .unwrap();
+        (name.clone(), view)
+    });
+    std::fs::write(
+        path.join("model.safetensors"),
+        safetensors::serialize(views, None).unwrap(),
+    )
+    .unwrap();
     // The reference pass uses exactly the stored (f32) values.
     for (_, values) in weights.values_mut() {
         for x in values.iter_mut() {

@@ -1,15 +1,14 @@
 //! Sentence vectors from a checked model directory: tokenize, run the BERT encoder on the CPU
-//! (candle, f32), pool, normalise to unit length.
+//! (f32), pool, normalise to unit length.
 //!
 //! Owns: the tokenizer settings the shipped files get wrong for this use (a `tokenizer.json`
 //! that pads every input to a fixed length is read without padding; truncation is the model's
-//! token limit), batching (texts sorted by token count, each batch padded to its longest, so
-//! padding costs little and never changes a vector: the attention mask hides it and pooling
-//! ignores it), and the order of results (the caller's).
+//! token limit), batching (texts sorted by token count and run [`BATCH`] at a time, with no
+//! padding: the encoder lays a batch's sequences end to end), and the order of results (the
+//! caller's).
 //!
 //! Never does: scoring, caching or choosing what text a tool is embedded from.
 
-use candle_core::{D, DType, Device, Tensor};
 use tokenizers::Tokenizer;
 
 use super::encoder::Encoder;
@@ -30,18 +29,11 @@ pub enum EmbedError {
     Inference(String),
 }
 
-impl From<candle_core::Error> for EmbedError {
-    fn from(error: candle_core::Error) -> Self {
-        EmbedError::Inference(error.to_string())
-    }
-}
-
 /// A loaded sentence-embedding model. Inference takes `&self`; one value serves every thread.
 pub struct Embedder {
     model: Encoder,
     tokenizer: Tokenizer,
     dir: ModelDir,
-    device: Device,
 }
 
 impl std::fmt::Debug for Embedder {
@@ -88,24 +80,24 @@ impl Embedder {
         }
         dir.tokenizer_json = Vec::new();
 
-        let device = Device::Cpu;
         let weights_path = dir.path.join(MODEL_FILES[2]);
         let weights = std::mem::take(&mut dir.weights);
         let invalid_weights = |message: String| ModelError::Invalid {
             path: weights_path.clone(),
             message,
         };
-        let tensors = candle_core::safetensors::load_buffer(&weights, &device)
-            .map_err(|e| invalid_weights(format!("not a safetensors file: {e}")))?;
-        drop(weights);
-        let model = Encoder::load(tensors, &dir.config).map_err(|e| {
-            invalid_weights(format!("the weights do not fit config.json's BERT: {e}"))
+        let model = Encoder::load(&weights, &dir.config).map_err(|e| {
+            invalid_weights(if e.starts_with("not a safetensors file") {
+                e
+            } else {
+                format!("the weights do not fit config.json's BERT: {e}")
+            })
         })?;
+        drop(weights);
         Ok(Embedder {
             model,
             tokenizer,
             dir,
-            device,
         })
     }
 
@@ -153,36 +145,37 @@ impl Embedder {
         Ok(encoding.get_ids().to_vec())
     }
 
-    /// One forward pass over `batch` (each padded to the longest), pooled and normalised.
+    /// One forward pass over `batch`, each sequence pooled and normalised.
     fn forward(&self, batch: &[Vec<u32>]) -> Result<Vec<Vec<f32>>, EmbedError> {
-        let rows = batch.len();
-        let width = batch.iter().map(Vec::len).max().unwrap_or(0).max(1);
-        let pad = u32::try_from(self.dir.config.pad_token_id).unwrap_or(0);
-        let mut ids = Vec::with_capacity(rows * width);
-        let mut mask = Vec::with_capacity(rows * width);
-        for row in batch {
-            ids.extend_from_slice(row);
-            ids.extend(std::iter::repeat_n(pad, width - row.len()));
-            mask.extend(std::iter::repeat_n(1u32, row.len()));
-            mask.extend(std::iter::repeat_n(0u32, width - row.len()));
-        }
-        let ids = Tensor::from_vec(ids, (rows, width), &self.device)?;
-        let mask = Tensor::from_vec(mask, (rows, width), &self.device)?;
-        let hidden = self.model.forward(&ids, &mask)?;
-        let pooled = match self.dir.pooling {
-            Pooling::Mean => {
-                let mask = mask.to_dtype(DType::F32)?.unsqueeze(2)?;
-                let summed = hidden.broadcast_mul(&mask)?.sum(1)?;
-                let counts = mask.sum(1)?.clamp(1e-9, f64::MAX)?;
-                summed.broadcast_div(&counts)?
+        let sequences: Vec<&[u32]> = batch.iter().map(Vec::as_slice).collect();
+        let hidden = self.model.hidden();
+        let states = self
+            .model
+            .forward(&sequences)
+            .map_err(EmbedError::Inference)?;
+        let mut rows = states.chunks_exact(hidden.max(1));
+        let mut out = Vec::with_capacity(batch.len());
+        for ids in &sequences {
+            let tokens: Vec<&[f32]> = rows.by_ref().take(ids.len()).collect();
+            let mut pooled = vec![0.0f32; hidden];
+            match self.dir.pooling {
+                Pooling::Mean => {
+                    for row in &tokens {
+                        pooled.iter_mut().zip(*row).for_each(|(p, v)| *p += v);
+                    }
+                    let count = tokens.len().max(1) as f32;
+                    pooled.iter_mut().for_each(|p| *p /= count);
+                }
+                Pooling::Cls => {
+                    if let Some(first) = tokens.first() {
+                        pooled.copy_from_slice(first);
+                    }
+                }
             }
-            Pooling::Cls => hidden.narrow(1, 0, 1)?.squeeze(1)?,
-        };
-        let norms = pooled
-            .sqr()?
-            .sum_keepdim(D::Minus1)?
-            .sqrt()?
-            .clamp(1e-12, f64::MAX)?;
-        Ok(pooled.broadcast_div(&norms)?.to_vec2::<f32>()?)
+            let norm = pooled.iter().map(|v| v * v).sum::<f32>().sqrt().max(1e-12);
+            pooled.iter_mut().for_each(|v| *v /= norm);
+            out.push(pooled);
+        }
+        Ok(out)
     }
 }

@@ -1,19 +1,19 @@
-//! The BERT encoder's forward pass on the CPU (f32, candle tensors): token, position and
-//! type embeddings, then self-attention and feed-forward layers, each followed by a residual
-//! layer norm; padded positions are masked out of attention.
+//! The BERT encoder's forward pass on the CPU in f32: token, position and type embeddings,
+//! then self-attention and feed-forward layers, each followed by a residual layer norm.
 //!
-//! Owns: the weights' layout for a query's few tokens — each layer's query, key and value
-//! projections fused into one matrix, every projection stored as `[in, out]` so the product
-//! `x · W` reads it row by row without repacking — and the activation, computed here rather
-//! than through a scalar `erf` per element (a polynomial ratio accurate to about 1e-7, which
-//! the compiler vectorises: 20–30× faster, and the feed-forward activation was a fifth of a
-//! query's time).
+//! Owns: reading the weights from a safetensors file (f32, f16, bf16 or f64, with or without a
+//! `bert.` prefix) into [`Linear`] layers packed once at load — each layer's query, key and
+//! value projections fused into one — and the pass itself over sequences laid end to end, with
+//! no padding: attention runs within each sequence, so sequences of any lengths share every
+//! matrix product and no position is computed only to be masked out. The activation is
+//! computed here rather than through a scalar `erf` per element (a polynomial ratio accurate to
+//! about 1e-7, which the compiler vectorises).
 //!
-//! Never does: tokenize, pool or normalise (the embedder does), or read files.
+//! Never does: tokenize, pool or normalise (the embedder does), read files, or spawn threads.
 
-use std::collections::HashMap;
+use safetensors::{Dtype, SafeTensors};
 
-use candle_core::{DType, Device, Tensor};
+use super::kernels::{self, Linear, PORTABLE_FMA, Simd, layer_norm, softmax};
 
 /// What the encoder needs from `config.json`.
 #[derive(Debug, Clone, PartialEq, serde::Deserialize)]
@@ -67,63 +67,105 @@ pub enum Activation {
     Relu,
 }
 
-/// One encoder layer's weights, projections as `[in, out]`.
+/// One encoder layer: packed projections and the two layer norms' scale and shift.
 struct Layer {
-    qkv: Tensor,
-    qkv_bias: Tensor,
-    attention_out: Tensor,
-    attention_out_bias: Tensor,
-    attention_norm: (Tensor, Tensor),
-    up: Tensor,
-    up_bias: Tensor,
-    down: Tensor,
-    down_bias: Tensor,
-    output_norm: (Tensor, Tensor),
+    qkv: Linear,
+    attention_out: Linear,
+    attention_norm: (Vec<f32>, Vec<f32>),
+    up: Linear,
+    down: Linear,
+    output_norm: (Vec<f32>, Vec<f32>),
 }
 
 /// A loaded BERT encoder. The forward pass takes `&self`; one value serves every thread.
 pub struct Encoder {
-    word: Tensor,
-    position: Tensor,
-    token_type: Tensor,
-    embedding_norm: (Tensor, Tensor),
+    hidden: usize,
+    vocab: usize,
+    positions: usize,
+    /// `vocab × hidden`.
+    word: Vec<f32>,
+    /// `positions × hidden`.
+    position: Vec<f32>,
+    /// The first token type's embedding (BERT sentence embeddings use only type 0).
+    token_type: Vec<f32>,
+    embedding_norm: (Vec<f32>, Vec<f32>),
     layers: Vec<Layer>,
     heads: usize,
     activation: Activation,
     eps: f32,
+    simd: Simd,
 }
 
-/// Weights missing or of the wrong shape, named.
-fn take(
-    tensors: &mut HashMap<String, Tensor>,
-    prefix: &str,
-    name: &str,
-    shape: &[usize],
-) -> Result<Tensor, String> {
-    let key = format!("{prefix}{name}");
-    let tensor = tensors
-        .remove(&key)
-        .ok_or_else(|| format!("no tensor {key}"))?;
-    if tensor.dims() != shape {
-        return Err(format!(
-            "{key} has shape {:?}, config.json needs {shape:?}",
-            tensor.dims()
-        ));
+impl std::fmt::Debug for Encoder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Encoder")
+            .field("hidden", &self.hidden)
+            .field("layers", &self.layers.len())
+            .field("heads", &self.heads)
+            .field("simd", &self.simd)
+            .finish()
     }
-    tensor
-        .to_dtype(DType::F32)
-        .map_err(|e| format!("{key}: {e}"))
+}
+
+/// A safetensors file's tensors, read to f32 one at a time as the encoder asks for them.
+struct Tensors<'a> {
+    file: SafeTensors<'a>,
+    prefix: &'static str,
+}
+
+impl Tensors<'_> {
+    /// The tensor `name` as f32, checked against `shape`; missing or misshapen, an error
+    /// naming it.
+    fn take(&self, name: &str, shape: &[usize]) -> Result<Vec<f32>, String> {
+        let key = format!("{}{name}", self.prefix);
+        let view = self
+            .file
+            .tensor(&key)
+            .map_err(|_| format!("no tensor {key}"))?;
+        if view.shape() != shape {
+            return Err(format!(
+                "{key} has shape {:?}, config.json needs {shape:?}",
+                view.shape()
+            ));
+        }
+        to_f32(view.dtype(), view.data()).map_err(|e| format!("{key}: {e}"))
+    }
+}
+
+/// Little-endian floats of `dtype` as f32.
+fn to_f32(dtype: Dtype, bytes: &[u8]) -> Result<Vec<f32>, String> {
+    fn read<const N: usize>(bytes: &[u8], f: impl Fn([u8; N]) -> f32) -> Vec<f32> {
+        bytes
+            .chunks_exact(N)
+            .map(|c| f(c.try_into().unwrap_or([0; N])))
+            .collect()
+    }
+    Ok(match dtype {
+        Dtype::F32 => read(bytes, f32::from_le_bytes),
+        Dtype::F64 => read(bytes, |b| f64::from_le_bytes(b) as f32),
+        Dtype::F16 => read(bytes, |b| half::f16::from_le_bytes(b).to_f32()),
+        Dtype::BF16 => read(bytes, |b| half::bf16::from_le_bytes(b).to_f32()),
+        other => {
+            return Err(format!(
+                "its type is {other:?}; the encoder reads F32, F16, BF16 or F64"
+            ));
+        }
+    })
 }
 
 impl Encoder {
-    /// The encoder from a safetensors file's tensors (names as Hugging Face's `BertModel`
-    /// writes them, with or without a `bert.` prefix).
-    pub fn load(mut tensors: HashMap<String, Tensor>, config: &BertConfig) -> Result<Self, String> {
-        let prefix = if tensors.keys().any(|k| k.starts_with("bert.")) {
+    /// The encoder from the bytes of a safetensors file (tensor names as Hugging Face's
+    /// `BertModel` writes them, with or without a `bert.` prefix). A file that is not
+    /// safetensors, or whose tensors do not fit `config`, is an error naming what is wrong.
+    pub fn load(weights: &[u8], config: &BertConfig) -> Result<Self, String> {
+        let file = SafeTensors::deserialize(weights)
+            .map_err(|e| format!("not a safetensors file: {e}"))?;
+        let prefix = if file.names().iter().any(|k| k.starts_with("bert.")) {
             "bert."
         } else {
             ""
         };
+        let t = Tensors { file, prefix };
         let (h, i) = (config.hidden_size, config.intermediate_size);
         if config.num_attention_heads == 0 || h % config.num_attention_heads != 0 {
             return Err(format!(
@@ -131,63 +173,57 @@ impl Encoder {
                 config.num_attention_heads
             ));
         }
-        let t = &mut tensors;
-        let e = |r: candle_core::Result<Tensor>| r.map_err(|e| e.to_string());
-        // `[out, in]` as stored → `[in, out]`, contiguous.
-        let transposed = |w: Tensor| e(w.t().and_then(|w| w.contiguous()));
-        let word = take(
-            t,
-            prefix,
-            "embeddings.word_embeddings.weight",
-            &[config.vocab_size, h],
-        )?;
-        let position = take(
-            t,
-            prefix,
+        let word = t.take("embeddings.word_embeddings.weight", &[config.vocab_size, h])?;
+        let position = t.take(
             "embeddings.position_embeddings.weight",
             &[config.max_position_embeddings, h],
         )?;
-        let token_type = take(
-            t,
-            prefix,
+        let mut token_type = t.take(
             "embeddings.token_type_embeddings.weight",
             &[config.type_vocab_size, h],
         )?;
+        token_type.truncate(h);
+        if token_type.len() != h {
+            return Err("embeddings.token_type_embeddings.weight has no type 0".into());
+        }
         let embedding_norm = (
-            take(t, prefix, "embeddings.LayerNorm.weight", &[h])?,
-            take(t, prefix, "embeddings.LayerNorm.bias", &[h])?,
+            t.take("embeddings.LayerNorm.weight", &[h])?,
+            t.take("embeddings.LayerNorm.bias", &[h])?,
         );
         let mut layers = Vec::with_capacity(config.num_hidden_layers);
         for n in 0..config.num_hidden_layers {
-            let at = format!("{prefix}encoder.layer.{n}.");
-            let mut weight = |name: &str, shape: &[usize]| take(t, &at, name, shape);
+            let weight =
+                |name: &str, shape: &[usize]| t.take(&format!("encoder.layer.{n}.{name}"), shape);
+            let linear = |name: &str, outputs: usize, inputs: usize| {
+                let w = weight(&format!("{name}.weight"), &[outputs, inputs])?;
+                let b = weight(&format!("{name}.bias"), &[outputs])?;
+                Linear::new(&w, &b, outputs, inputs)
+            };
             let q = weight("attention.self.query.weight", &[h, h])?;
             let k = weight("attention.self.key.weight", &[h, h])?;
             let v = weight("attention.self.value.weight", &[h, h])?;
             let qb = weight("attention.self.query.bias", &[h])?;
             let kb = weight("attention.self.key.bias", &[h])?;
             let vb = weight("attention.self.value.bias", &[h])?;
-            let layer = Layer {
-                qkv: transposed(e(Tensor::cat(&[&q, &k, &v], 0))?)?,
-                qkv_bias: e(Tensor::cat(&[&qb, &kb, &vb], 0))?,
-                attention_out: transposed(weight("attention.output.dense.weight", &[h, h])?)?,
-                attention_out_bias: weight("attention.output.dense.bias", &[h])?,
+            layers.push(Layer {
+                qkv: Linear::fused(&[(&q, &qb), (&k, &kb), (&v, &vb)], h, h)?,
+                attention_out: linear("attention.output.dense", h, h)?,
                 attention_norm: (
                     weight("attention.output.LayerNorm.weight", &[h])?,
                     weight("attention.output.LayerNorm.bias", &[h])?,
                 ),
-                up: transposed(weight("intermediate.dense.weight", &[i, h])?)?,
-                up_bias: weight("intermediate.dense.bias", &[i])?,
-                down: transposed(weight("output.dense.weight", &[h, i])?)?,
-                down_bias: weight("output.dense.bias", &[h])?,
+                up: linear("intermediate.dense", i, h)?,
+                down: linear("output.dense", h, i)?,
                 output_norm: (
                     weight("output.LayerNorm.weight", &[h])?,
                     weight("output.LayerNorm.bias", &[h])?,
                 ),
-            };
-            layers.push(layer);
+            });
         }
         Ok(Encoder {
+            hidden: h,
+            vocab: config.vocab_size,
+            positions: config.max_position_embeddings,
             word,
             position,
             token_type,
@@ -196,76 +232,159 @@ impl Encoder {
             heads: config.num_attention_heads,
             activation: config.hidden_act,
             eps: config.layer_norm_eps as f32,
+            simd: Simd::detect(),
         })
     }
 
-    /// The last layer's token vectors `[batch, tokens, hidden]` of `ids` (`[batch, tokens]`,
-    /// u32), where `mask` (`[batch, tokens]`, u32: 1 for a token, 0 for padding) hides padding
-    /// from attention.
-    pub fn forward(&self, ids: &Tensor, mask: &Tensor) -> candle_core::Result<Tensor> {
-        let (batch, tokens) = ids.dims2()?;
-        let hidden = self.word.dim(1)?;
-        let head = hidden / self.heads;
-        let rows = batch * tokens;
-        if tokens > self.position.dim(0)? {
-            candle_core::bail!(
-                "{tokens} tokens, the model has {} positions",
-                self.position.dim(0)?
-            );
+    /// Width of every token vector.
+    pub fn hidden(&self) -> usize {
+        self.hidden
+    }
+
+    /// The last layer's token vectors of each sequence of token ids, laid end to end:
+    /// `Σ len × hidden`, row `offset(s) + t` the vector of sequence `s`'s token `t`. A
+    /// sequence longer than the model's positions, or an id outside its vocabulary, is an
+    /// error.
+    pub fn forward(&self, sequences: &[&[u32]]) -> Result<Vec<f32>, String> {
+        for ids in sequences {
+            if ids.len() > self.positions {
+                return Err(format!(
+                    "{} tokens, the model has {} positions",
+                    ids.len(),
+                    self.positions
+                ));
+            }
+            if let Some(id) = ids.iter().find(|&&id| id as usize >= self.vocab) {
+                return Err(format!(
+                    "token id {id} is outside the vocabulary of {}",
+                    self.vocab
+                ));
+            }
         }
-        let embedded = self
-            .word
-            .index_select(&ids.flatten_all()?, 0)?
-            .reshape((batch, tokens, hidden))?
-            .broadcast_add(&self.position.narrow(0, 0, tokens)?)?
-            .broadcast_add(&self.token_type.get(0)?)?;
-        let norm = |x: &Tensor, (gamma, beta): &(Tensor, Tensor)| {
-            candle_nn::ops::layer_norm(x, gamma, beta, self.eps)
-        };
-        let mut x = norm(&embedded, &self.embedding_norm)?.reshape((rows, hidden))?;
-        // 0 where attended, the lowest f32 where padded: [batch, 1, 1, tokens].
-        let mask_bias = ((mask.to_dtype(DType::F32)? - 1.0)? * f64::from(f32::MAX))?
-            .reshape((batch, 1, 1, tokens))?;
-        let scale = 1.0 / (head as f64).sqrt();
+        match self.simd {
+            #[cfg(target_arch = "x86_64")]
+            // SAFETY: `Simd::detect` chose this build only on a CPU with AVX2 and FMA.
+            Simd::Avx2Fma => Ok(unsafe { self.forward_avx2_fma(sequences) }),
+            // SAFETY: the portable build needs nothing of the CPU.
+            _ => Ok(unsafe { self.pass::<PORTABLE_FMA>(sequences) }),
+        }
+    }
+
+    /// [`Encoder::pass`] compiled for AVX2 and FMA.
+    ///
+    /// # Safety
+    /// The CPU must have AVX2 and FMA.
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx2,fma")]
+    unsafe fn forward_avx2_fma(&self, sequences: &[&[u32]]) -> Vec<f32> {
+        // SAFETY: as this function's.
+        unsafe { self.pass::<true>(sequences) }
+    }
+
+    /// The pass itself, over checked ids.
+    ///
+    /// # Safety
+    /// On x86-64, `FMA` means the CPU has AVX2 and FMA ([`Linear::apply`]).
+    #[inline(always)]
+    unsafe fn pass<const FMA: bool>(&self, sequences: &[&[u32]]) -> Vec<f32> {
+        let h = self.hidden;
+        let rows: usize = sequences.iter().map(|s| s.len()).sum();
+        let mut x = Vec::with_capacity(rows * h);
+        for ids in sequences {
+            for (t, &id) in ids.iter().enumerate() {
+                let id = id as usize;
+                let word = &self.word[id * h..(id + 1) * h];
+                let position = &self.position[t * h..(t + 1) * h];
+                x.extend(
+                    word.iter()
+                        .zip(position)
+                        .zip(&self.token_type)
+                        .map(|((w, p), k)| w + p + k),
+                );
+            }
+        }
+        let (gamma, beta) = &self.embedding_norm;
+        layer_norm::<FMA>(&mut x, gamma, beta, self.eps);
+
+        let lengths: Vec<usize> = sequences.iter().map(|s| s.len()).collect();
+        let longest = lengths.iter().copied().max().unwrap_or(0);
+        let mut qkv = vec![0.0; rows * 3 * h];
+        let mut context = vec![0.0; rows * h];
+        let mut attended = vec![0.0; rows * h];
+        let intermediate = self.layers.first().map_or(0, |l| l.up.outputs());
+        let mut up = vec![0.0; rows * intermediate];
+        let mut scores = vec![0.0; longest];
         for layer in &self.layers {
-            let qkv = x
-                .matmul(&layer.qkv)?
-                .broadcast_add(&layer.qkv_bias)?
-                .reshape((batch, tokens, 3, self.heads, head))?
-                .permute((2, 0, 3, 1, 4))?;
-            let q = qkv.get(0)?.contiguous()?;
-            let k = qkv.get(1)?.contiguous()?;
-            let v = qkv.get(2)?.contiguous()?;
-            let scores = (q.matmul(&k.t()?)? * scale)?.broadcast_add(&mask_bias)?;
-            let probabilities = candle_nn::ops::softmax_last_dim(&scores)?;
-            let context = probabilities
-                .matmul(&v)?
-                .transpose(1, 2)?
-                .contiguous()?
-                .reshape((rows, hidden))?;
-            let attended = context
-                .matmul(&layer.attention_out)?
-                .broadcast_add(&layer.attention_out_bias)?;
-            let x1 = norm(&(attended + &x)?, &layer.attention_norm)?;
-            let up = x1.matmul(&layer.up)?.broadcast_add(&layer.up_bias)?;
-            let up = activate(&up, self.activation)?;
-            let down = up.matmul(&layer.down)?.broadcast_add(&layer.down_bias)?;
-            x = norm(&(down + &x1)?, &layer.output_norm)?;
+            // SAFETY: as this function's.
+            unsafe { layer.qkv.apply::<FMA>(&x, &mut qkv) };
+            self.attention::<FMA>(&qkv, &lengths, &mut context, &mut scores);
+            // SAFETY: as this function's.
+            unsafe { layer.attention_out.apply::<FMA>(&context, &mut attended) };
+            attended.iter_mut().zip(&x).for_each(|(a, x)| *a += x);
+            let (gamma, beta) = &layer.attention_norm;
+            layer_norm::<FMA>(&mut attended, gamma, beta, self.eps);
+            // SAFETY: as this function's.
+            unsafe { layer.up.apply::<FMA>(&attended, &mut up) };
+            activate(&mut up, self.activation);
+            // SAFETY: as this function's.
+            unsafe { layer.down.apply::<FMA>(&up, &mut x) };
+            x.iter_mut().zip(&attended).for_each(|(x, a)| *x += a);
+            let (gamma, beta) = &layer.output_norm;
+            layer_norm::<FMA>(&mut x, gamma, beta, self.eps);
         }
-        x.reshape((batch, tokens, hidden))
+        x
+    }
+
+    /// Scaled dot-product attention of every head within each sequence: `qkv` holds each
+    /// token's query, key and value side by side (`rows × 3·hidden`), `context` receives each
+    /// token's heads side by side (`rows × hidden`).
+    #[inline(always)]
+    fn attention<const FMA: bool>(
+        &self,
+        qkv: &[f32],
+        lengths: &[usize],
+        context: &mut [f32],
+        scores: &mut [f32],
+    ) {
+        let h = self.hidden;
+        let d = h / self.heads;
+        let scale = 1.0 / (d as f32).sqrt();
+        let width = 3 * h;
+        let mut start = 0;
+        for &len in lengths {
+            let sequence = &qkv[start * width..(start + len) * width];
+            for head in 0..self.heads {
+                let (q_at, k_at, v_at) = (head * d, h + head * d, 2 * h + head * d);
+                for i in 0..len {
+                    let q = &sequence[i * width + q_at..i * width + q_at + d];
+                    let scores = &mut scores[..len];
+                    for (j, score) in scores.iter_mut().enumerate() {
+                        let k = &sequence[j * width + k_at..j * width + k_at + d];
+                        *score = kernels::dot::<FMA>(q, k) * scale;
+                    }
+                    softmax(scores);
+                    let row = start + i;
+                    let out = &mut context[row * h + head * d..row * h + (head + 1) * d];
+                    out.fill(0.0);
+                    for (j, &p) in scores.iter().enumerate() {
+                        let v = &sequence[j * width + v_at..j * width + v_at + d];
+                        kernels::axpy::<FMA>(p, v, out);
+                    }
+                }
+            }
+            start += len;
+        }
     }
 }
 
-/// The activation applied to every element of `x`.
-fn activate(x: &Tensor, activation: Activation) -> candle_core::Result<Tensor> {
-    let shape = x.shape().clone();
-    let mut values = x.flatten_all()?.to_vec1::<f32>()?;
+/// The activation applied to every element of `x`, in place.
+#[inline(always)]
+fn activate(x: &mut [f32], activation: Activation) {
     match activation {
-        Activation::Gelu => values.iter_mut().for_each(|v| *v = gelu(*v)),
-        Activation::GeluTanh => values.iter_mut().for_each(|v| *v = gelu_tanh(*v)),
-        Activation::Relu => values.iter_mut().for_each(|v| *v = v.max(0.0)),
+        Activation::Gelu => x.iter_mut().for_each(|v| *v = gelu(*v)),
+        Activation::GeluTanh => x.iter_mut().for_each(|v| *v = gelu_tanh(*v)),
+        Activation::Relu => x.iter_mut().for_each(|v| *v = v.max(0.0)),
     }
-    Tensor::from_vec(values, shape, &Device::Cpu)
 }
 
 /// `x · Φ(x) = x/2 · (1 + erf(x/√2))`.

@@ -14,6 +14,7 @@
 mod cache;
 mod embedder;
 mod encoder;
+mod kernels;
 mod model;
 mod store;
 

@@ -1,0 +1,480 @@
+//! The encoder's arithmetic on plain row-major f32 buffers: a linear layer packed once for the
+//! product `x · W + b`, layer norm, softmax and dot products over rows.
+//!
+//! Owns: the packed weight layout — output columns in panels of [`PANEL`], each panel's rows
+//! contiguous, so a product streams the weights in memory order once per block of rows and
+//! keeps a block's sums (up to [`BLOCK`] rows × [`PANEL`] columns) in registers, with no
+//! repacking per call — and the choice, once per forward pass, of the AVX2+FMA build of these
+//! loops on x86-64 CPUs that have it ([`Simd::detect`]; the portable build otherwise, and on
+//! aarch64, whose baseline has fused multiply-add).
+//!
+//! Never does: allocate inside a product, spawn threads, or know what a token or a head is.
+
+/// Output columns per packed panel: two AVX2 registers of f32.
+pub const PANEL: usize = 16;
+/// Rows whose sums a product keeps in registers at once (6 × 16 f32 = 12 AVX2 registers).
+pub const BLOCK: usize = 6;
+/// Rows of `x` per pass over all of a layer's panels: a chunk of the input stays in L2 while
+/// every panel streams past it.
+const CHUNK: usize = 8 * BLOCK;
+
+/// Which build of the loops runs: chosen at run time from what the CPU has.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Simd {
+    /// x86-64 with AVX2 and FMA.
+    Avx2Fma,
+    /// Whatever the compilation target guarantees.
+    Portable,
+}
+
+impl Simd {
+    /// The fastest build this CPU can run.
+    pub fn detect() -> Simd {
+        #[cfg(target_arch = "x86_64")]
+        if std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma")
+        {
+            return Simd::Avx2Fma;
+        }
+        Simd::Portable
+    }
+}
+
+/// `a · b + c`, fused where `FMA` says the build has the instruction (as one rounding), else
+/// as a multiply and an add (a fused multiply-add without the instruction is a slow libm call).
+#[inline(always)]
+pub fn madd<const FMA: bool>(a: f32, b: f32, c: f32) -> f32 {
+    if FMA { a.mul_add(b, c) } else { a * b + c }
+}
+
+/// Whether the portable build may fuse: aarch64's baseline has the instruction.
+pub const PORTABLE_FMA: bool = cfg!(target_arch = "aarch64");
+
+/// A linear layer `y = x · W + b`, its weights packed into panels.
+pub struct Linear {
+    inputs: usize,
+    outputs: usize,
+    /// `panels × inputs × PANEL`: panel `p`, row `k`, column `j` is `W[k, p·PANEL + j]`
+    /// (zero past the last output).
+    panels: Vec<f32>,
+    /// `panels × PANEL`, zero past the last output.
+    bias: Vec<f32>,
+}
+
+impl std::fmt::Debug for Linear {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Linear")
+            .field("inputs", &self.inputs)
+            .field("outputs", &self.outputs)
+            .finish()
+    }
+}
+
+impl Linear {
+    /// The layer from PyTorch's layout: `weight` is `[outputs, inputs]` row-major, `bias`
+    /// `[outputs]`. Lengths that do not match are an error naming them.
+    pub fn new(
+        weight: &[f32],
+        bias: &[f32],
+        outputs: usize,
+        inputs: usize,
+    ) -> Result<Self, String> {
+        if weight.len() != outputs * inputs || bias.len() != outputs {
+            return Err(format!(
+                "a {outputs}×{inputs} layer needs {} weights and {outputs} biases, got {} and {}",
+                outputs * inputs,
+                weight.len(),
+                bias.len()
+            ));
+        }
+        let count = outputs.div_ceil(PANEL);
+        let mut panels = vec![0.0; count * inputs * PANEL];
+        for (o, row) in weight.chunks_exact(inputs.max(1)).enumerate() {
+            let (p, j) = (o / PANEL, o % PANEL);
+            let panel = &mut panels[p * inputs * PANEL..(p + 1) * inputs * PANEL];
+            for (k, &w) in row.iter().enumerate() {
+                panel[k * PANEL + j] = w;
+            }
+        }
+        let mut padded_bias = vec![0.0; count * PANEL];
+        padded_bias[..outputs].copy_from_slice(bias);
+        Ok(Linear {
+            inputs,
+            outputs,
+            panels,
+            bias: padded_bias,
+        })
+    }
+
+    /// Several `[outputs, inputs]` layers over the same input as one (their outputs side by
+    /// side, in order): one pass over `x` instead of one each.
+    pub fn fused(
+        parts: &[(&[f32], &[f32])],
+        outputs: usize,
+        inputs: usize,
+    ) -> Result<Self, String> {
+        let mut weight = Vec::with_capacity(parts.len() * outputs * inputs);
+        let mut bias = Vec::with_capacity(parts.len() * outputs);
+        for (w, b) in parts {
+            if w.len() != outputs * inputs || b.len() != outputs {
+                return Err(format!(
+                    "a {outputs}×{inputs} layer needs {} weights and {outputs} biases, got {} and {}",
+                    outputs * inputs,
+                    w.len(),
+                    b.len()
+                ));
+            }
+            weight.extend_from_slice(w);
+            bias.extend_from_slice(b);
+        }
+        Linear::new(&weight, &bias, parts.len() * outputs, inputs)
+    }
+
+    /// Width of each output row.
+    pub fn outputs(&self) -> usize {
+        self.outputs
+    }
+
+    /// `out = x · W + b` for every row of `x` (`rows × inputs`) into `out` (`rows × outputs`).
+    ///
+    /// # Panics
+    /// If the buffers' lengths are not whole rows of the same count (a caller's bug).
+    ///
+    /// # Safety
+    /// On x86-64, `FMA` runs the AVX2+FMA kernel: the CPU must have both
+    /// ([`Simd::detect`] said [`Simd::Avx2Fma`]).
+    #[inline(always)]
+    pub unsafe fn apply<const FMA: bool>(&self, x: &[f32], out: &mut [f32]) {
+        let (inputs, outputs) = (self.inputs, self.outputs);
+        if inputs == 0 || outputs == 0 {
+            return;
+        }
+        let rows = x.len() / inputs;
+        assert!(
+            x.len() == rows * inputs && out.len() == rows * outputs,
+            "linear layer {inputs}→{outputs}: {} inputs and {} outputs are not {rows} rows",
+            x.len(),
+            out.len()
+        );
+        let panel_len = inputs * PANEL;
+        for (x_chunk, out_chunk) in x
+            .chunks(CHUNK * inputs)
+            .zip(out.chunks_mut(CHUNK * outputs))
+        {
+            for (p, panel) in self.panels.chunks_exact(panel_len).enumerate() {
+                let col = p * PANEL;
+                let width = PANEL.min(outputs - col);
+                let bias: &[f32; PANEL] = self.bias[col..col + PANEL]
+                    .try_into()
+                    .unwrap_or(&[0.0; PANEL]);
+                for (x_block, out_block) in x_chunk
+                    .chunks(BLOCK * inputs)
+                    .zip(out_chunk.chunks_mut(BLOCK * outputs))
+                {
+                    let span = Span {
+                        inputs,
+                        outputs,
+                        col,
+                        width,
+                    };
+                    #[cfg(target_arch = "x86_64")]
+                    if FMA {
+                        // SAFETY: the caller promises AVX2 and FMA; `block` checks the
+                        // buffers' lengths before reading them.
+                        unsafe {
+                            match x_block.len() / inputs {
+                                6 => avx2::block::<6>(x_block, panel, bias, out_block, span),
+                                5 => avx2::block::<5>(x_block, panel, bias, out_block, span),
+                                4 => avx2::block::<4>(x_block, panel, bias, out_block, span),
+                                3 => avx2::block::<3>(x_block, panel, bias, out_block, span),
+                                2 => avx2::block::<2>(x_block, panel, bias, out_block, span),
+                                _ => avx2::block::<1>(x_block, panel, bias, out_block, span),
+                            }
+                        }
+                        continue;
+                    }
+                    match x_block.len() / inputs {
+                        6 => block::<6, FMA>(x_block, panel, bias, out_block, span),
+                        5 => block::<5, FMA>(x_block, panel, bias, out_block, span),
+                        4 => block::<4, FMA>(x_block, panel, bias, out_block, span),
+                        3 => block::<3, FMA>(x_block, panel, bias, out_block, span),
+                        2 => block::<2, FMA>(x_block, panel, bias, out_block, span),
+                        _ => block::<1, FMA>(x_block, panel, bias, out_block, span),
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Where a block's sums go: the layer's widths and the panel's first column and live width.
+#[derive(Clone, Copy)]
+struct Span {
+    inputs: usize,
+    outputs: usize,
+    col: usize,
+    width: usize,
+}
+
+/// `R` rows of `x` times one panel, plus the bias, into those rows' `width` columns at `col`.
+#[inline(always)]
+fn block<const R: usize, const FMA: bool>(
+    x: &[f32],
+    panel: &[f32],
+    bias: &[f32; PANEL],
+    out: &mut [f32],
+    span: Span,
+) {
+    let inputs = span.inputs;
+    let rows: [&[f32]; R] = std::array::from_fn(|r| &x[r * inputs..(r + 1) * inputs]);
+    let mut sums = [*bias; R];
+    for (k, weights) in panel.chunks_exact(PANEL).enumerate().take(inputs) {
+        let weights: &[f32; PANEL] = weights.try_into().unwrap_or(&[0.0; PANEL]);
+        for (sum, row) in sums.iter_mut().zip(&rows) {
+            let value = row[k];
+            for (s, w) in sum.iter_mut().zip(weights) {
+                *s = madd::<FMA>(value, *w, *s);
+            }
+        }
+    }
+    for (r, sum) in sums.iter().enumerate() {
+        let at = r * span.outputs + span.col;
+        out[at..at + span.width].copy_from_slice(&sum[..span.width]);
+    }
+}
+
+/// The product's inner block with AVX2 intrinsics: each row's 16 sums in two registers,
+/// the panel's two registers per input loaded once for all `R` rows.
+#[cfg(target_arch = "x86_64")]
+mod avx2 {
+    use std::arch::x86_64::{
+        __m256, _mm256_fmadd_ps, _mm256_loadu_ps, _mm256_set1_ps, _mm256_storeu_ps,
+    };
+
+    use super::{PANEL, Span};
+
+    /// `R` rows of `x` times one panel, plus the bias, into those rows' `width` columns at
+    /// `col`.
+    ///
+    /// # Safety
+    /// The CPU must have AVX2 and FMA.
+    #[target_feature(enable = "avx2,fma")]
+    pub(super) unsafe fn block<const R: usize>(
+        x: &[f32],
+        panel: &[f32],
+        bias: &[f32; PANEL],
+        out: &mut [f32],
+        span: Span,
+    ) {
+        let Span {
+            inputs,
+            outputs,
+            col,
+            width,
+        } = span;
+        assert!(
+            x.len() >= R * inputs
+                && panel.len() >= inputs * PANEL
+                && width <= PANEL
+                && col + width <= outputs
+                && out.len() >= (R - 1) * outputs + col + width,
+            "a product block's buffers are too short"
+        );
+        let (x, panel) = (x.as_ptr(), panel.as_ptr());
+        // SAFETY: 16 floats from `bias`.
+        let (b0, b1) = unsafe {
+            (
+                _mm256_loadu_ps(bias.as_ptr()),
+                _mm256_loadu_ps(bias.as_ptr().add(8)),
+            )
+        };
+        let mut lo: [__m256; R] = [b0; R];
+        let mut hi: [__m256; R] = [b1; R];
+        for k in 0..inputs {
+            // SAFETY: `k < inputs`, and the panel holds `inputs × PANEL` floats.
+            let (w0, w1) = unsafe {
+                let w = panel.add(k * PANEL);
+                (_mm256_loadu_ps(w), _mm256_loadu_ps(w.add(8)))
+            };
+            for r in 0..R {
+                // SAFETY: `r < R` and `k < inputs`: inside `x`'s `R × inputs` floats.
+                let v = _mm256_set1_ps(unsafe { *x.add(r * inputs + k) });
+                lo[r] = _mm256_fmadd_ps(v, w0, lo[r]);
+                hi[r] = _mm256_fmadd_ps(v, w1, hi[r]);
+            }
+        }
+        for r in 0..R {
+            let at = r * outputs + col;
+            if width == PANEL {
+                // SAFETY: `at + 16 ≤ out.len()`, checked above.
+                unsafe {
+                    _mm256_storeu_ps(out.as_mut_ptr().add(at), lo[r]);
+                    _mm256_storeu_ps(out.as_mut_ptr().add(at + 8), hi[r]);
+                }
+            } else {
+                let mut sums = [0.0f32; PANEL];
+                // SAFETY: `sums` holds 16 floats.
+                unsafe {
+                    _mm256_storeu_ps(sums.as_mut_ptr(), lo[r]);
+                    _mm256_storeu_ps(sums.as_mut_ptr().add(8), hi[r]);
+                }
+                out[at..at + width].copy_from_slice(&sums[..width]);
+            }
+        }
+    }
+}
+
+/// The dot product of two equally long slices, summed in 8 lanes (vectorised).
+#[inline(always)]
+pub fn dot<const FMA: bool>(a: &[f32], b: &[f32]) -> f32 {
+    const LANES: usize = 8;
+    let n = a.len().min(b.len());
+    let (a, b) = (&a[..n], &b[..n]);
+    let mut lanes = [0.0f32; LANES];
+    let (a_chunks, b_chunks) = (a.chunks_exact(LANES), b.chunks_exact(LANES));
+    let tail: f32 = a_chunks
+        .remainder()
+        .iter()
+        .zip(b_chunks.remainder())
+        .map(|(x, y)| x * y)
+        .sum();
+    for (x, y) in a_chunks.zip(b_chunks) {
+        for ((lane, x), y) in lanes.iter_mut().zip(x).zip(y) {
+            *lane = madd::<FMA>(*x, *y, *lane);
+        }
+    }
+    lanes.iter().sum::<f32>() + tail
+}
+
+/// `out += scale · v`.
+#[inline(always)]
+pub fn axpy<const FMA: bool>(scale: f32, v: &[f32], out: &mut [f32]) {
+    for (o, v) in out.iter_mut().zip(v) {
+        *o = madd::<FMA>(scale, *v, *o);
+    }
+}
+
+/// Each row of `x` (rows of `gamma.len()`) normalised to mean 0 and variance 1, then scaled by
+/// `gamma` and shifted by `beta`, in place.
+#[inline(always)]
+pub fn layer_norm<const FMA: bool>(x: &mut [f32], gamma: &[f32], beta: &[f32], eps: f32) {
+    let width = gamma.len();
+    if width == 0 {
+        return;
+    }
+    for row in x.chunks_exact_mut(width) {
+        let mean = sum(row) / width as f32;
+        let mut lanes = [0.0f32; 8];
+        let chunks = row.chunks_exact(8);
+        let tail: f32 = chunks
+            .remainder()
+            .iter()
+            .map(|v| (v - mean) * (v - mean))
+            .sum();
+        for chunk in chunks {
+            for (lane, v) in lanes.iter_mut().zip(chunk) {
+                let d = v - mean;
+                *lane = madd::<FMA>(d, d, *lane);
+            }
+        }
+        let variance = (lanes.iter().sum::<f32>() + tail) / width as f32;
+        let inverse = 1.0 / (variance + eps).sqrt();
+        for ((v, g), b) in row.iter_mut().zip(gamma).zip(beta) {
+            *v = madd::<FMA>((*v - mean) * inverse, *g, *b);
+        }
+    }
+}
+
+/// The sum of `values` in 8 lanes.
+#[inline(always)]
+fn sum(values: &[f32]) -> f32 {
+    let mut lanes = [0.0f32; 8];
+    let chunks = values.chunks_exact(8);
+    let tail: f32 = chunks.remainder().iter().sum();
+    for chunk in chunks {
+        for (lane, v) in lanes.iter_mut().zip(chunk) {
+            *lane += v;
+        }
+    }
+    lanes.iter().sum::<f32>() + tail
+}
+
+/// `values` replaced by their softmax.
+#[inline(always)]
+pub fn softmax(values: &mut [f32]) {
+    let top = values.iter().copied().fold(f32::NEG_INFINITY, f32::max);
+    let mut total = 0.0;
+    for v in values.iter_mut() {
+        *v = (*v - top).exp();
+        total += *v;
+    }
+    let inverse = 1.0 / total;
+    values.iter_mut().for_each(|v| *v *= inverse);
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    /// Every block height and a ragged last panel against the plain triple loop.
+    #[test]
+    fn a_packed_product_equals_the_plain_one_for_every_shape() {
+        let mut seed = 7u32;
+        let mut next = || {
+            seed = seed.wrapping_mul(1_664_525).wrapping_add(1_013_904_223);
+            (seed >> 8) as f32 / (1u32 << 24) as f32 - 0.5
+        };
+        for (rows, inputs, outputs) in [(1, 5, 3), (7, 9, 17), (13, 33, 40), (50, 16, 16)] {
+            let x: Vec<f32> = (0..rows * inputs).map(|_| next()).collect();
+            let w: Vec<f32> = (0..outputs * inputs).map(|_| next()).collect();
+            let b: Vec<f32> = (0..outputs).map(|_| next()).collect();
+            let layer = Linear::new(&w, &b, outputs, inputs).unwrap();
+            let mut want = vec![0.0f32; rows * outputs];
+            for r in 0..rows {
+                for o in 0..outputs {
+                    want[r * outputs + o] = b[o]
+                        + (0..inputs)
+                            .map(|k| x[r * inputs + k] * w[o * inputs + k])
+                            .sum::<f32>();
+                }
+            }
+            for simd in [Simd::Portable, Simd::detect()] {
+                let mut got = vec![f32::NAN; rows * outputs];
+                match simd {
+                    // SAFETY: `detect` found AVX2 and FMA.
+                    Simd::Avx2Fma => unsafe { apply_avx2_fma(&layer, &x, &mut got) },
+                    // SAFETY: the portable build needs nothing of the CPU.
+                    Simd::Portable => unsafe { layer.apply::<PORTABLE_FMA>(&x, &mut got) },
+                }
+                for (g, w) in got.iter().zip(&want) {
+                    assert!(
+                        (g - w).abs() < 1e-5,
+                        "{rows}×{inputs}×{outputs}: {g} vs {w}"
+                    );
+                }
+            }
+        }
+    }
+
+    /// # Safety
+    /// The CPU must have AVX2 and FMA.
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx2,fma")]
+    unsafe fn apply_avx2_fma(layer: &Linear, x: &[f32], out: &mut [f32]) {
+        // SAFETY: as this function's.
+        unsafe { layer.apply::<true>(x, out) }
+    }
+
+    /// The portable build, on CPUs without AVX2.
+    #[cfg(not(target_arch = "x86_64"))]
+    unsafe fn apply_avx2_fma(layer: &Linear, x: &[f32], out: &mut [f32]) {
+        // SAFETY: the portable build needs nothing of the CPU.
+        unsafe { layer.apply::<PORTABLE_FMA>(x, out) }
+    }
+
+    #[test]
+    fn mismatched_weights_are_an_error_not_a_panic() {
+        let error = Linear::new(&[0.0; 5], &[0.0; 2], 2, 3).unwrap_err();
+        assert!(error.contains("needs 6 weights"), "{error}");
+    }
+}
