@@ -141,6 +141,10 @@ impl Semantic {
     }
 }
 
+/// Tools from which the cosine scan is spread over rayon's pool: below, handing it over costs
+/// more than the scan (a few microseconds per thousand tools).
+const PARALLEL_SCAN: usize = 4096;
+
 /// One unit vector per allowed tool of an index, in its positions.
 #[derive(Debug, Clone)]
 pub struct DenseIndex {
@@ -182,13 +186,20 @@ impl DenseIndex {
         self.len() == 0
     }
 
-    /// The cosine of `query` with every tool, in position order.
+    /// The cosine of `query` with every tool, in position order. The scan is bound by memory
+    /// bandwidth, so it is spread over rayon's pool (each core brings its own).
     pub fn cosines(&self, query: &[f32]) -> Vec<f32> {
+        use rayon::prelude::*;
         if query.len() != self.dimension || self.dimension == 0 {
             return vec![0.0; self.len()];
         }
+        let rows = self.rows.chunks_exact(self.dimension);
+        if rows.len() < PARALLEL_SCAN {
+            return rows.map(|row| cosine(row, query)).collect();
+        }
         self.rows
-            .chunks_exact(self.dimension)
+            .par_chunks_exact(self.dimension)
+            .with_min_len(PARALLEL_SCAN / 4)
             .map(|row| cosine(row, query))
             .collect()
     }

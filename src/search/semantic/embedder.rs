@@ -114,24 +114,29 @@ impl Embedder {
     /// The unit vector of one text (a query): no padding at all.
     pub fn embed_one(&self, text: &str) -> Result<Vec<f32>, EmbedError> {
         let ids = self.tokens(text)?;
-        Ok(self.forward(&[ids])?.pop().unwrap_or_default())
+        Ok(self.forward(&[ids], true)?.pop().unwrap_or_default())
     }
 
     /// The unit vectors of `texts`, in their order, computed [`BATCH`] at a time over texts
-    /// sorted by token count.
+    /// sorted by token count, the batches spread over rayon's pool (one core each).
     pub fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, EmbedError> {
+        use rayon::prelude::*;
         let mut tokenized: Vec<(usize, Vec<u32>)> = texts
             .iter()
             .enumerate()
             .map(|(i, text)| Ok((i, self.tokens(text)?)))
             .collect::<Result<_, EmbedError>>()?;
         tokenized.sort_by_key(|(i, ids)| (ids.len(), *i));
+        let batches: Vec<Vec<Vec<f32>>> = tokenized
+            .par_chunks(BATCH)
+            .map(|chunk| {
+                let ids: Vec<Vec<u32>> = chunk.iter().map(|(_, ids)| ids.clone()).collect();
+                self.forward(&ids, false)
+            })
+            .collect::<Result<_, EmbedError>>()?;
         let mut out: Vec<Vec<f32>> = vec![Vec::new(); texts.len()];
-        for chunk in tokenized.chunks(BATCH) {
-            let ids: Vec<Vec<u32>> = chunk.iter().map(|(_, ids)| ids.clone()).collect();
-            for ((i, _), vector) in chunk.iter().zip(self.forward(&ids)?) {
-                out[*i] = vector;
-            }
+        for ((i, _), vector) in tokenized.iter().zip(batches.into_iter().flatten()) {
+            out[*i] = vector;
         }
         Ok(out)
     }
@@ -145,13 +150,14 @@ impl Embedder {
         Ok(encoding.get_ids().to_vec())
     }
 
-    /// One forward pass over `batch`, each sequence pooled and normalised.
-    fn forward(&self, batch: &[Vec<u32>]) -> Result<Vec<Vec<f32>>, EmbedError> {
+    /// One forward pass over `batch`, each sequence pooled and normalised; `split` as
+    /// [`Encoder::forward`]'s.
+    fn forward(&self, batch: &[Vec<u32>], split: bool) -> Result<Vec<Vec<f32>>, EmbedError> {
         let sequences: Vec<&[u32]> = batch.iter().map(Vec::as_slice).collect();
         let hidden = self.model.hidden();
         let states = self
             .model
-            .forward(&sequences)
+            .forward(&sequences, split)
             .map_err(EmbedError::Inference)?;
         let mut rows = states.chunks_exact(hidden.max(1));
         let mut out = Vec::with_capacity(batch.len());

@@ -9,7 +9,8 @@
 //! computed here rather than through a scalar `erf` per element (a polynomial ratio accurate to
 //! about 1e-7, which the compiler vectorises).
 //!
-//! Never does: tokenize, pool or normalise (the embedder does), read files, or spawn threads.
+//! Never does: tokenize, pool or normalise (the embedder does), read files, or spawn threads
+//! (a split pass runs on rayon's global pool).
 
 use safetensors::{Dtype, SafeTensors};
 
@@ -244,8 +245,10 @@ impl Encoder {
     /// The last layer's token vectors of each sequence of token ids, laid end to end:
     /// `Σ len × hidden`, row `offset(s) + t` the vector of sequence `s`'s token `t`. A
     /// sequence longer than the model's positions, or an id outside its vocabulary, is an
-    /// error.
-    pub fn forward(&self, sequences: &[&[u32]]) -> Result<Vec<f32>, String> {
+    /// error. With `split`, the pass runs on rayon's pool and each large product in two halves
+    /// (a query: the cores' memory bandwidth adds up); without, on the calling thread (batches
+    /// of many texts, which a caller spreads itself).
+    pub fn forward(&self, sequences: &[&[u32]], split: bool) -> Result<Vec<f32>, String> {
         for ids in sequences {
             if ids.len() > self.positions {
                 return Err(format!(
@@ -261,13 +264,18 @@ impl Encoder {
                 ));
             }
         }
-        match self.simd {
+        let run = || match self.simd {
             #[cfg(target_arch = "x86_64")]
             // SAFETY: `Simd::detect` chose this build only on a CPU with AVX2 and FMA.
-            Simd::Avx2Fma => Ok(unsafe { self.forward_avx2_fma(sequences) }),
+            Simd::Avx2Fma => unsafe { self.forward_avx2_fma(sequences, split) },
             // SAFETY: the portable build needs nothing of the CPU.
-            _ => Ok(unsafe { self.pass::<PORTABLE_FMA>(sequences) }),
-        }
+            _ => unsafe { self.pass::<PORTABLE_FMA>(sequences, split) },
+        };
+        Ok(if split {
+            rayon::scope(|_| run())
+        } else {
+            run()
+        })
     }
 
     /// [`Encoder::pass`] compiled for AVX2 and FMA.
@@ -276,9 +284,9 @@ impl Encoder {
     /// The CPU must have AVX2 and FMA.
     #[cfg(target_arch = "x86_64")]
     #[target_feature(enable = "avx2,fma")]
-    unsafe fn forward_avx2_fma(&self, sequences: &[&[u32]]) -> Vec<f32> {
+    unsafe fn forward_avx2_fma(&self, sequences: &[&[u32]], split: bool) -> Vec<f32> {
         // SAFETY: as this function's.
-        unsafe { self.pass::<true>(sequences) }
+        unsafe { self.pass::<true>(sequences, split) }
     }
 
     /// The pass itself, over checked ids.
@@ -286,7 +294,7 @@ impl Encoder {
     /// # Safety
     /// On x86-64, `FMA` means the CPU has AVX2 and FMA ([`Linear::apply`]).
     #[inline(always)]
-    unsafe fn pass<const FMA: bool>(&self, sequences: &[&[u32]]) -> Vec<f32> {
+    unsafe fn pass<const FMA: bool>(&self, sequences: &[&[u32]], split: bool) -> Vec<f32> {
         let h = self.hidden;
         let rows: usize = sequences.iter().map(|s| s.len()).sum();
         let mut x = Vec::with_capacity(rows * h);
@@ -316,18 +324,22 @@ impl Encoder {
         let mut scores = vec![0.0; longest];
         for layer in &self.layers {
             // SAFETY: as this function's.
-            unsafe { layer.qkv.apply::<FMA>(&x, &mut qkv) };
+            unsafe { layer.qkv.apply::<FMA>(&x, &mut qkv, split) };
             self.attention::<FMA>(&qkv, &lengths, &mut context, &mut scores);
             // SAFETY: as this function's.
-            unsafe { layer.attention_out.apply::<FMA>(&context, &mut attended) };
+            unsafe {
+                layer
+                    .attention_out
+                    .apply::<FMA>(&context, &mut attended, split)
+            };
             attended.iter_mut().zip(&x).for_each(|(a, x)| *a += x);
             let (gamma, beta) = &layer.attention_norm;
             layer_norm::<FMA>(&mut attended, gamma, beta, self.eps);
             // SAFETY: as this function's.
-            unsafe { layer.up.apply::<FMA>(&attended, &mut up) };
+            unsafe { layer.up.apply::<FMA>(&attended, &mut up, split) };
             activate(&mut up, self.activation);
             // SAFETY: as this function's.
-            unsafe { layer.down.apply::<FMA>(&up, &mut x) };
+            unsafe { layer.down.apply::<FMA>(&up, &mut x, split) };
             x.iter_mut().zip(&attended).for_each(|(x, a)| *x += a);
             let (gamma, beta) = &layer.output_norm;
             layer_norm::<FMA>(&mut x, gamma, beta, self.eps);

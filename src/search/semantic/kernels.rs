@@ -8,7 +8,8 @@
 //! loops on x86-64 CPUs that have it ([`Simd::detect`]; the portable build otherwise, and on
 //! aarch64, whose baseline has fused multiply-add).
 //!
-//! Never does: allocate inside a product, spawn threads, or know what a token or a head is.
+//! Never does: spawn threads (a split product runs on rayon's global pool), or know what a
+//! token or a head is.
 
 /// Output columns per packed panel: two AVX2 registers of f32.
 pub const PANEL: usize = 16;
@@ -17,6 +18,11 @@ pub const BLOCK: usize = 6;
 /// Rows of `x` per pass over all of a layer's panels: a chunk of the input stays in L2 while
 /// every panel streams past it.
 const CHUNK: usize = 8 * BLOCK;
+/// Multiply-adds from which a product is worth splitting over two threads (a 7-token query's
+/// smallest product is about a million).
+const SPLIT_WORK: usize = 1 << 20;
+/// Panels per pass over a chunk's blocks: a multiple of every [`panels_per_block`].
+const GROUP: usize = 6;
 
 /// Which build of the loops runs: chosen at run time from what the CPU has.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -135,6 +141,9 @@ impl Linear {
     }
 
     /// `out = x · W + b` for every row of `x` (`rows × inputs`) into `out` (`rows × outputs`).
+    /// With `split`, a product worth it is computed in two halves of the output columns on
+    /// rayon's pool (each half streams half the weights: a few tokens' products are bound by
+    /// memory bandwidth, which each core brings its own of).
     ///
     /// # Panics
     /// If the buffers' lengths are not whole rows of the same count (a caller's bug).
@@ -143,7 +152,7 @@ impl Linear {
     /// On x86-64, `FMA` runs the AVX2+FMA kernel: the CPU must have both
     /// ([`Simd::detect`] said [`Simd::Avx2Fma`]).
     #[inline(always)]
-    pub unsafe fn apply<const FMA: bool>(&self, x: &[f32], out: &mut [f32]) {
+    pub unsafe fn apply<const FMA: bool>(&self, x: &[f32], out: &mut [f32], split: bool) {
         let (inputs, outputs) = (self.inputs, self.outputs);
         if inputs == 0 || outputs == 0 {
             return;
@@ -155,54 +164,156 @@ impl Linear {
             x.len(),
             out.len()
         );
-        let panel_len = inputs * PANEL;
-        for (x_chunk, out_chunk) in x
-            .chunks(CHUNK * inputs)
-            .zip(out.chunks_mut(CHUNK * outputs))
+        let count = self.panels.len() / (inputs * PANEL);
+        if split
+            && count >= 2 * GROUP
+            && rows * inputs * outputs >= SPLIT_WORK
+            && rayon::current_num_threads() > 1
         {
-            for (p, panel) in self.panels.chunks_exact(panel_len).enumerate() {
-                let col = p * PANEL;
-                let width = PANEL.min(outputs - col);
-                let bias: &[f32; PANEL] = self.bias[col..col + PANEL]
-                    .try_into()
-                    .unwrap_or(&[0.0; PANEL]);
+            // Halves on a whole number of groups, so each keeps its wide blocks.
+            let half = (count / 2).div_ceil(GROUP) * GROUP;
+            let left_width = half * PANEL;
+            let right_width = outputs - left_width;
+            let mut left = vec![0.0; rows * left_width];
+            let mut right = vec![0.0; rows * right_width];
+            rayon::join(
+                // SAFETY: the caller's promise holds on every thread of this CPU.
+                || unsafe { self.panels_into::<FMA>(x, &mut left, 0, half) },
+                // SAFETY: as above.
+                || unsafe { self.panels_into::<FMA>(x, &mut right, half, count) },
+            );
+            for ((row, l), r) in out
+                .chunks_exact_mut(outputs)
+                .zip(left.chunks_exact(left_width))
+                .zip(right.chunks_exact(right_width))
+            {
+                row[..left_width].copy_from_slice(l);
+                row[left_width..].copy_from_slice(r);
+            }
+        } else {
+            // SAFETY: as this function's.
+            unsafe { self.panels_into::<FMA>(x, out, 0, count) }
+        }
+    }
+
+    /// Panels `first..end` of the product into `out`, whose rows hold exactly those panels'
+    /// columns.
+    ///
+    /// # Safety
+    /// As [`Linear::apply`]'s.
+    #[inline(always)]
+    unsafe fn panels_into<const FMA: bool>(
+        &self,
+        x: &[f32],
+        out: &mut [f32],
+        first: usize,
+        end: usize,
+    ) {
+        let (inputs, outputs) = (self.inputs, self.outputs);
+        let stride = (end * PANEL).min(outputs) - first * PANEL;
+        // Whether short blocks take several panels at once (the AVX2 kernel).
+        let wide_blocks = FMA && cfg!(target_arch = "x86_64");
+        for (x_chunk, out_chunk) in x.chunks(CHUNK * inputs).zip(out.chunks_mut(CHUNK * stride)) {
+            for group in (first..end).step_by(GROUP) {
+                let group_end = end.min(group + GROUP);
+                // Blocks of four rows or more, one panel at a time: the panel stays in cache for
+                // every block of the chunk.
+                for p in group..group_end {
+                    for (x_block, out_block) in x_chunk
+                        .chunks(BLOCK * inputs)
+                        .zip(out_chunk.chunks_mut(BLOCK * stride))
+                        .filter(|(x_block, _)| !(wide_blocks && x_block.len() / inputs < 4))
+                    {
+                        // SAFETY: as this function's.
+                        unsafe { self.block::<FMA>(x_block, out_block, p, 1, first, stride) };
+                    }
+                }
+                // A short last block, several panels at a time.
                 for (x_block, out_block) in x_chunk
                     .chunks(BLOCK * inputs)
-                    .zip(out_chunk.chunks_mut(BLOCK * outputs))
+                    .zip(out_chunk.chunks_mut(BLOCK * stride))
+                    .filter(|(x_block, _)| wide_blocks && x_block.len() / inputs < 4)
                 {
-                    let span = Span {
-                        inputs,
-                        outputs,
-                        col,
-                        width,
-                    };
-                    #[cfg(target_arch = "x86_64")]
-                    if FMA {
-                        // SAFETY: the caller promises AVX2 and FMA; `block` checks the
-                        // buffers' lengths before reading them.
-                        unsafe {
-                            match x_block.len() / inputs {
-                                6 => avx2::block::<6>(x_block, panel, bias, out_block, span),
-                                5 => avx2::block::<5>(x_block, panel, bias, out_block, span),
-                                4 => avx2::block::<4>(x_block, panel, bias, out_block, span),
-                                3 => avx2::block::<3>(x_block, panel, bias, out_block, span),
-                                2 => avx2::block::<2>(x_block, panel, bias, out_block, span),
-                                _ => avx2::block::<1>(x_block, panel, bias, out_block, span),
-                            }
-                        }
-                        continue;
-                    }
-                    match x_block.len() / inputs {
-                        6 => block::<6, FMA>(x_block, panel, bias, out_block, span),
-                        5 => block::<5, FMA>(x_block, panel, bias, out_block, span),
-                        4 => block::<4, FMA>(x_block, panel, bias, out_block, span),
-                        3 => block::<3, FMA>(x_block, panel, bias, out_block, span),
-                        2 => block::<2, FMA>(x_block, panel, bias, out_block, span),
-                        _ => block::<1, FMA>(x_block, panel, bias, out_block, span),
+                    let wide = panels_per_block(x_block.len() / inputs);
+                    let mut p = group;
+                    while p < group_end {
+                        let step = if p + wide <= group_end { wide } else { 1 };
+                        // SAFETY: as this function's.
+                        unsafe { self.block::<FMA>(x_block, out_block, p, step, first, stride) };
+                        p += step;
                     }
                 }
             }
         }
+    }
+
+    /// One block of rows times panels `p..p + step` into `out`, whose rows hold the columns
+    /// of panels `first..` (`stride` wide).
+    ///
+    /// # Safety
+    /// As [`Linear::apply`]'s.
+    #[inline(always)]
+    unsafe fn block<const FMA: bool>(
+        &self,
+        x: &[f32],
+        out: &mut [f32],
+        p: usize,
+        step: usize,
+        first: usize,
+        stride: usize,
+    ) {
+        let (inputs, outputs) = (self.inputs, self.outputs);
+        let rows = x.len() / inputs;
+        let panel_len = inputs * PANEL;
+        let col = p * PANEL;
+        let span = Span {
+            inputs,
+            outputs: stride,
+            col: col - first * PANEL,
+            width: (step * PANEL).min(outputs - col),
+        };
+        let panels = &self.panels[p * panel_len..(p + step) * panel_len];
+        let bias = &self.bias[col..col + step * PANEL];
+        #[cfg(target_arch = "x86_64")]
+        if FMA {
+            // SAFETY: the caller promises AVX2 and FMA; `block` checks the buffers' lengths
+            // before reading them.
+            unsafe {
+                match (rows, step) {
+                    (6, _) => avx2::block::<6, 1>(x, panels, bias, out, span),
+                    (5, _) => avx2::block::<5, 1>(x, panels, bias, out, span),
+                    (4, _) => avx2::block::<4, 1>(x, panels, bias, out, span),
+                    (3, 2) => avx2::block::<3, 2>(x, panels, bias, out, span),
+                    (3, _) => avx2::block::<3, 1>(x, panels, bias, out, span),
+                    (2, 3) => avx2::block::<2, 3>(x, panels, bias, out, span),
+                    (2, _) => avx2::block::<2, 1>(x, panels, bias, out, span),
+                    (_, 6) => avx2::block::<1, 6>(x, panels, bias, out, span),
+                    _ => avx2::block::<1, 1>(x, panels, bias, out, span),
+                }
+            }
+            return;
+        }
+        let bias: &[f32; PANEL] = bias.try_into().unwrap_or(&[0.0; PANEL]);
+        match rows {
+            6 => block::<6, FMA>(x, panels, bias, out, span),
+            5 => block::<5, FMA>(x, panels, bias, out, span),
+            4 => block::<4, FMA>(x, panels, bias, out, span),
+            3 => block::<3, FMA>(x, panels, bias, out, span),
+            2 => block::<2, FMA>(x, panels, bias, out, span),
+            _ => block::<1, FMA>(x, panels, bias, out, span),
+        }
+    }
+}
+
+/// Panels a block of `rows` rows takes at once in the AVX2 kernel: enough that the block keeps
+/// 12 independent sums in flight (fewer leave the multiply-add units waiting on their own
+/// latency: one row against one panel is two dependent chains).
+fn panels_per_block(rows: usize) -> usize {
+    match rows {
+        1 => 6,
+        2 => 3,
+        3 => 2,
+        _ => 1,
     }
 }
 
@@ -242,26 +353,27 @@ fn block<const R: usize, const FMA: bool>(
     }
 }
 
-/// The product's inner block with AVX2 intrinsics: each row's 16 sums in two registers,
-/// the panel's two registers per input loaded once for all `R` rows.
+/// The product's inner block with AVX2 intrinsics: each row's 16 sums per panel in two
+/// registers, each panel's two registers per input loaded once for all `R` rows.
 #[cfg(target_arch = "x86_64")]
 mod avx2 {
     use std::arch::x86_64::{
-        __m256, _mm256_fmadd_ps, _mm256_loadu_ps, _mm256_set1_ps, _mm256_storeu_ps,
+        __m256, _mm256_fmadd_ps, _mm256_loadu_ps, _mm256_set1_ps, _mm256_setzero_ps,
+        _mm256_storeu_ps,
     };
 
     use super::{PANEL, Span};
 
-    /// `R` rows of `x` times one panel, plus the bias, into those rows' `width` columns at
-    /// `col`.
+    /// `R` rows of `x` times `P` consecutive panels, plus the bias, into those rows' `width`
+    /// columns at `col`.
     ///
     /// # Safety
     /// The CPU must have AVX2 and FMA.
     #[target_feature(enable = "avx2,fma")]
-    pub(super) unsafe fn block<const R: usize>(
+    pub(super) unsafe fn block<const R: usize, const P: usize>(
         x: &[f32],
-        panel: &[f32],
-        bias: &[f32; PANEL],
+        panels: &[f32],
+        bias: &[f32],
         out: &mut [f32],
         span: Span,
     ) {
@@ -271,54 +383,59 @@ mod avx2 {
             col,
             width,
         } = span;
+        let panel_len = inputs * PANEL;
         assert!(
             x.len() >= R * inputs
-                && panel.len() >= inputs * PANEL
-                && width <= PANEL
+                && panels.len() >= P * panel_len
+                && bias.len() >= P * PANEL
+                && width <= P * PANEL
                 && col + width <= outputs
                 && out.len() >= (R - 1) * outputs + col + width,
             "a product block's buffers are too short"
         );
-        let (x, panel) = (x.as_ptr(), panel.as_ptr());
-        // SAFETY: 16 floats from `bias`.
-        let (b0, b1) = unsafe {
-            (
-                _mm256_loadu_ps(bias.as_ptr()),
-                _mm256_loadu_ps(bias.as_ptr().add(8)),
-            )
-        };
-        let mut lo: [__m256; R] = [b0; R];
-        let mut hi: [__m256; R] = [b1; R];
-        for k in 0..inputs {
-            // SAFETY: `k < inputs`, and the panel holds `inputs × PANEL` floats.
-            let (w0, w1) = unsafe {
-                let w = panel.add(k * PANEL);
-                (_mm256_loadu_ps(w), _mm256_loadu_ps(w.add(8)))
-            };
-            for r in 0..R {
-                // SAFETY: `r < R` and `k < inputs`: inside `x`'s `R × inputs` floats.
-                let v = _mm256_set1_ps(unsafe { *x.add(r * inputs + k) });
-                lo[r] = _mm256_fmadd_ps(v, w0, lo[r]);
-                hi[r] = _mm256_fmadd_ps(v, w1, hi[r]);
+        let (x, panels) = (x.as_ptr(), panels.as_ptr());
+        let zero = _mm256_setzero_ps();
+        let mut sums: [[[__m256; 2]; P]; R] = [[[zero; 2]; P]; R];
+        for (q, pair) in sums[0].iter_mut().enumerate() {
+            // SAFETY: 16 floats of `bias` per panel, checked above.
+            unsafe {
+                pair[0] = _mm256_loadu_ps(bias.as_ptr().add(q * PANEL));
+                pair[1] = _mm256_loadu_ps(bias.as_ptr().add(q * PANEL + 8));
             }
         }
-        for r in 0..R {
-            let at = r * outputs + col;
-            if width == PANEL {
-                // SAFETY: `at + 16 ≤ out.len()`, checked above.
+        for r in 1..R {
+            sums[r] = sums[0];
+        }
+        for k in 0..inputs {
+            let mut weights = [[zero; 2]; P];
+            for (q, pair) in weights.iter_mut().enumerate() {
+                // SAFETY: `q < P` and `k < inputs`: inside the `P × inputs × PANEL` floats.
                 unsafe {
-                    _mm256_storeu_ps(out.as_mut_ptr().add(at), lo[r]);
-                    _mm256_storeu_ps(out.as_mut_ptr().add(at + 8), hi[r]);
+                    let w = panels.add(q * panel_len + k * PANEL);
+                    pair[0] = _mm256_loadu_ps(w);
+                    pair[1] = _mm256_loadu_ps(w.add(8));
                 }
-            } else {
-                let mut sums = [0.0f32; PANEL];
-                // SAFETY: `sums` holds 16 floats.
-                unsafe {
-                    _mm256_storeu_ps(sums.as_mut_ptr(), lo[r]);
-                    _mm256_storeu_ps(sums.as_mut_ptr().add(8), hi[r]);
-                }
-                out[at..at + width].copy_from_slice(&sums[..width]);
             }
+            for (r, row) in sums.iter_mut().enumerate() {
+                // SAFETY: `r < R` and `k < inputs`: inside `x`'s `R × inputs` floats.
+                let v = _mm256_set1_ps(unsafe { *x.add(r * inputs + k) });
+                for (sum, w) in row.iter_mut().zip(&weights) {
+                    sum[0] = _mm256_fmadd_ps(v, w[0], sum[0]);
+                    sum[1] = _mm256_fmadd_ps(v, w[1], sum[1]);
+                }
+            }
+        }
+        for (r, row) in sums.iter().enumerate() {
+            let mut flat = [0.0f32; 6 * PANEL];
+            for (q, pair) in row.iter().enumerate() {
+                // SAFETY: `flat` holds 16 floats per panel, `P ≤ 6`.
+                unsafe {
+                    _mm256_storeu_ps(flat.as_mut_ptr().add(q * PANEL), pair[0]);
+                    _mm256_storeu_ps(flat.as_mut_ptr().add(q * PANEL + 8), pair[1]);
+                }
+            }
+            let at = r * outputs + col;
+            out[at..at + width].copy_from_slice(&flat[..width]);
         }
     }
 }
@@ -416,7 +533,8 @@ pub fn softmax(values: &mut [f32]) {
 mod tests {
     use super::*;
 
-    /// Every block height and a ragged last panel against the plain triple loop.
+    /// Every block height, several panels per block, groups of panels with a remainder and a
+    /// ragged last panel, against the plain triple loop.
     #[test]
     fn a_packed_product_equals_the_plain_one_for_every_shape() {
         let mut seed = 7u32;
@@ -424,7 +542,18 @@ mod tests {
             seed = seed.wrapping_mul(1_664_525).wrapping_add(1_013_904_223);
             (seed >> 8) as f32 / (1u32 << 24) as f32 - 0.5
         };
-        for (rows, inputs, outputs) in [(1, 5, 3), (7, 9, 17), (13, 33, 40), (50, 16, 16)] {
+        for (rows, inputs, outputs) in [
+            (1, 5, 3),
+            (7, 9, 17),
+            (13, 33, 40),
+            (50, 16, 16),
+            (2, 20, 96),
+            (3, 7, 200),
+            (8, 24, 100),
+            (1, 64, 1152),
+            (57, 10, 33),
+            (40, 200, 392),
+        ] {
             let x: Vec<f32> = (0..rows * inputs).map(|_| next()).collect();
             let w: Vec<f32> = (0..outputs * inputs).map(|_| next()).collect();
             let b: Vec<f32> = (0..outputs).map(|_| next()).collect();
@@ -438,13 +567,18 @@ mod tests {
                             .sum::<f32>();
                 }
             }
-            for simd in [Simd::Portable, Simd::detect()] {
+            for (simd, split) in [
+                (Simd::Portable, false),
+                (Simd::Portable, true),
+                (Simd::detect(), false),
+                (Simd::detect(), true),
+            ] {
                 let mut got = vec![f32::NAN; rows * outputs];
                 match simd {
                     // SAFETY: `detect` found AVX2 and FMA.
-                    Simd::Avx2Fma => unsafe { apply_avx2_fma(&layer, &x, &mut got) },
+                    Simd::Avx2Fma => unsafe { apply_avx2_fma(&layer, &x, &mut got, split) },
                     // SAFETY: the portable build needs nothing of the CPU.
-                    Simd::Portable => unsafe { layer.apply::<PORTABLE_FMA>(&x, &mut got) },
+                    Simd::Portable => unsafe { layer.apply::<PORTABLE_FMA>(&x, &mut got, split) },
                 }
                 for (g, w) in got.iter().zip(&want) {
                     assert!(
@@ -460,16 +594,16 @@ mod tests {
     /// The CPU must have AVX2 and FMA.
     #[cfg(target_arch = "x86_64")]
     #[target_feature(enable = "avx2,fma")]
-    unsafe fn apply_avx2_fma(layer: &Linear, x: &[f32], out: &mut [f32]) {
+    unsafe fn apply_avx2_fma(layer: &Linear, x: &[f32], out: &mut [f32], split: bool) {
         // SAFETY: as this function's.
-        unsafe { layer.apply::<true>(x, out) }
+        unsafe { layer.apply::<true>(x, out, split) }
     }
 
     /// The portable build, on CPUs without AVX2.
     #[cfg(not(target_arch = "x86_64"))]
-    unsafe fn apply_avx2_fma(layer: &Linear, x: &[f32], out: &mut [f32]) {
+    unsafe fn apply_avx2_fma(layer: &Linear, x: &[f32], out: &mut [f32], split: bool) {
         // SAFETY: the portable build needs nothing of the CPU.
-        unsafe { layer.apply::<PORTABLE_FMA>(x, out) }
+        unsafe { layer.apply::<PORTABLE_FMA>(x, out, split) }
     }
 
     #[test]
