@@ -21,7 +21,7 @@ use std::sync::{Arc, Mutex};
 
 pub use super::index::RankerKind;
 use super::index::{RankedHit, Ranking, SearchIndex, SearchSettings};
-use super::semantic::{EmbedError, Embedded, VectorStore, cosine};
+use super::semantic::{EmbedError, Embedded, VectorStore, cosine, query_pool};
 use crate::catalog::Descriptor;
 use crate::config::SemanticSettings;
 
@@ -141,7 +141,7 @@ impl Semantic {
     }
 }
 
-/// Tools from which the cosine scan is spread over rayon's pool: below, handing it over costs
+/// Tools from which the cosine scan is spread over the query pool: below, handing it over costs
 /// more than the scan (a few microseconds per thousand tools).
 const PARALLEL_SCAN: usize = 4096;
 
@@ -187,7 +187,7 @@ impl DenseIndex {
     }
 
     /// The cosine of `query` with every tool, in position order. The scan is bound by memory
-    /// bandwidth, so it is spread over rayon's pool (each core brings its own).
+    /// bandwidth, so it is spread over the query pool (each core brings its own).
     pub fn cosines(&self, query: &[f32]) -> Vec<f32> {
         use rayon::prelude::*;
         if query.len() != self.dimension || self.dimension == 0 {
@@ -197,11 +197,17 @@ impl DenseIndex {
         if rows.len() < PARALLEL_SCAN {
             return rows.map(|row| cosine(row, query)).collect();
         }
-        self.rows
-            .par_chunks_exact(self.dimension)
-            .with_min_len(PARALLEL_SCAN / 4)
-            .map(|row| cosine(row, query))
-            .collect()
+        let scan = || {
+            self.rows
+                .par_chunks_exact(self.dimension)
+                .with_min_len(PARALLEL_SCAN / 4)
+                .map(|row| cosine(row, query))
+                .collect()
+        };
+        match query_pool() {
+            Some(pool) => pool.install(scan),
+            None => rows.map(|row| cosine(row, query)).collect(),
+        }
     }
 }
 

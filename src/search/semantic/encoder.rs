@@ -10,7 +10,7 @@
 //! about 1e-7, which the compiler vectorises).
 //!
 //! Never does: tokenize, pool or normalise (the embedder does), read files, or spawn threads
-//! (a split pass runs on rayon's global pool).
+//! (a split pass runs on the query pool, [`kernels::query_pool`]).
 
 use safetensors::{Dtype, SafeTensors};
 
@@ -245,7 +245,7 @@ impl Encoder {
     /// The last layer's token vectors of each sequence of token ids, laid end to end:
     /// `Σ len × hidden`, row `offset(s) + t` the vector of sequence `s`'s token `t`. A
     /// sequence longer than the model's positions, or an id outside its vocabulary, is an
-    /// error. With `split`, the pass runs on rayon's pool and each large product in two halves
+    /// error. With `split`, the pass runs on the query pool and each large product in two halves
     /// (a query: the cores' memory bandwidth adds up); without, on the calling thread (batches
     /// of many texts, which a caller spreads itself).
     pub fn forward(&self, sequences: &[&[u32]], split: bool) -> Result<Vec<f32>, String> {
@@ -271,10 +271,9 @@ impl Encoder {
             // SAFETY: the portable build needs nothing of the CPU.
             _ => unsafe { self.pass::<PORTABLE_FMA>(sequences, split) },
         };
-        Ok(if split {
-            rayon::scope(|_| run())
-        } else {
-            run()
+        Ok(match split.then(kernels::query_pool).flatten() {
+            Some(pool) => pool.install(run),
+            None => run(),
         })
     }
 

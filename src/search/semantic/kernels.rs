@@ -8,8 +8,12 @@
 //! loops on x86-64 CPUs that have it ([`Simd::detect`]; the portable build otherwise, and on
 //! aarch64, whose baseline has fused multiply-add).
 //!
-//! Never does: spawn threads (a split product runs on rayon's global pool), or know what a
-//! token or a head is.
+//! Also owns the query pool ([`query_pool`]): the threads a query's split products and
+//! cosine scan run on, apart from the global pool where batches of tool texts run, so a query
+//! never waits in line behind a batch.
+//!
+//! Never does: spawn threads per product (a split product runs on the pool it is called in),
+//! or know what a token or a head is.
 
 /// Output columns per packed panel: two AVX2 registers of f32.
 pub const PANEL: usize = 16;
@@ -23,6 +27,22 @@ const CHUNK: usize = 8 * BLOCK;
 const SPLIT_WORK: usize = 1 << 20;
 /// Panels per pass over a chunk's blocks: a multiple of every [`panels_per_block`].
 const GROUP: usize = 6;
+
+/// The pool a query's work runs on (as many threads as rayon's global pool: the cores, or
+/// `RAYON_NUM_THREADS`), built on first use; `None` if its threads could not be started (the
+/// query then runs on the calling thread, unsplit).
+pub fn query_pool() -> Option<&'static rayon::ThreadPool> {
+    static POOL: std::sync::OnceLock<Option<rayon::ThreadPool>> = std::sync::OnceLock::new();
+    POOL.get_or_init(|| {
+        rayon::ThreadPoolBuilder::new()
+            .num_threads(rayon::current_num_threads())
+            .thread_name(|i| format!("toolsearch-query-{i}"))
+            .build()
+            .map_err(|error| tracing::warn!(%error, "no query threads: queries run unsplit"))
+            .ok()
+    })
+    .as_ref()
+}
 
 /// Which build of the loops runs: chosen at run time from what the CPU has.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -142,8 +162,8 @@ impl Linear {
 
     /// `out = x · W + b` for every row of `x` (`rows × inputs`) into `out` (`rows × outputs`).
     /// With `split`, a product worth it is computed in two halves of the output columns on
-    /// rayon's pool (each half streams half the weights: a few tokens' products are bound by
-    /// memory bandwidth, which each core brings its own of).
+    /// the rayon pool the caller runs in (each half streams half the weights: a few tokens'
+    /// products are bound by memory bandwidth, which each core brings its own of).
     ///
     /// # Panics
     /// If the buffers' lengths are not whole rows of the same count (a caller's bug).

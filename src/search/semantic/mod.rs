@@ -24,6 +24,7 @@ pub use cache::{
 };
 pub use embedder::{BATCH, EmbedError, Embedder};
 pub use encoder::{Activation, BertConfig, Encoder, erf, gelu};
+pub use kernels::query_pool;
 pub use model::{
     KNOWN_MODELS, KnownModel, MODEL_FILES, ModelDir, ModelError, Pooling, Trust, sha256_hex,
 };
