@@ -165,6 +165,6 @@ pub fn ingest_tools_list(server: &McpServer, answer: &[u8]) -> Result<Ingested, 
     let page: rmcp::model::ListToolsResult =
         serde_json::from_slice(answer).map_err(|e| e.to_string())?;
     let filters = crate::mcp::ingest::Filters::new(server).map_err(|e| e.to_string())?;
-    let entries: Vec<Value> = crate::mcp::upstream::page_entries(page.tools).collect();
+    let entries: Vec<Value> = crate::mcp::upstream::listing::page_entries(page.tools).collect();
     Ok(crate::mcp::ingest::ingest(server, &filters, &entries))
 }

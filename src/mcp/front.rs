@@ -8,7 +8,7 @@
 //! the connection cap (kept below the descriptor limit) and the backoff and single log line of
 //! a failing `accept`.
 //! Never does: MCP semantics (sessions, methods, tools: rmcp's service and
-//! [`super::serve::Handler`]), or log a request's content.
+//! [`super::serve::handler::Handler`]), or log a request's content.
 
 use std::time::Duration;
 

@@ -9,7 +9,7 @@
 //! is parsed straight into the result type its request expects (the transport remembers the
 //! method of each `initialize`, `tools/list` and `tools/call` request it sends). A `tools/list`
 //! answer is handed to the lister unparsed — `ServerResult::CustomResult(Value::String(the
-//! message's text))`, a private convention with `upstream.rs` — which reads it entry by entry
+//! message's text))`, a private convention with `upstream/listing.rs` — which reads it entry by entry
 //! (`ingest::read_page`), so one malformed or deep tool costs only itself and a page is never
 //! held as a tree. Everything else (server requests, notifications, answers to other requests)
 //! goes through rmcp's own decoding, up to [`MAX_UNTYPED_MESSAGE_BYTES`].
@@ -49,7 +49,7 @@ pub const MAX_UNTYPED_MESSAGE_BYTES: usize = 1024 * 1024;
 
 /// The JSON-RPC error code of the errors this transport answers a request with (a message that
 /// broke a bound, was not UTF-8, or did not have the shape its request expects). In the
-/// implementation-defined server-error range; `upstream.rs` words these as the server's fault.
+/// implementation-defined server-error range; `upstream/call.rs` words these as the server's fault.
 pub const TRANSPORT_ERROR: ErrorCode = ErrorCode(-32090);
 
 /// Requests whose answers are remembered at most (past it, answers take the generic path).

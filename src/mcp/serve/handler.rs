@@ -1,0 +1,350 @@
+//! The MCP server handler over one [`Session`]: `tools/list` (paginated), `tools/call`
+//! answered by [`Session::handle`] and its result's MCP shape, list-changed and progress
+//! notifications, and draining (refusing new calls, waiting for those in flight and for the
+//! answers being written).
+//!
+//! Never does: listen, or read a transport (`stdio.rs`, `http.rs`).
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::time::Duration;
+
+use rmcp::handler::server::ServerHandler;
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, ErrorData as McpError,
+    Implementation, ListToolsResult, PaginatedRequestParams, ProgressNotificationParam,
+    ServerCapabilities, ServerConfig, Tool as McpTool,
+};
+use rmcp::service::{NotificationContext, RequestContext, RoleServer};
+use serde_json::{Value, json};
+
+use super::ServeOptions;
+use super::http::ClientKey;
+use crate::config::Mode;
+use crate::config::input;
+use crate::mcp::{PROGRESS, ProgressSink};
+use crate::session::{Reply, Session};
+use crate::surface::Format;
+
+/// The MCP server handler over a session.
+#[derive(Clone)]
+pub struct Handler {
+    session: Session,
+    page_size: usize,
+    pub(super) drain: Arc<Drain>,
+}
+
+impl Handler {
+    /// A handler answering with `session`.
+    pub fn new(session: Session, options: &ServeOptions) -> Handler {
+        Handler {
+            session,
+            page_size: options.page_size.clamp(1, 10_000),
+            drain: Arc::new(Drain::default()),
+        }
+    }
+
+    /// Refuses new `tools/call` requests from now on and waits, up to `grace`, until the calls in
+    /// flight finished. Returns how many were still running at the end of the grace period.
+    pub async fn drain(&self, grace: Duration) -> usize {
+        self.drain.closing.store(true, Ordering::SeqCst);
+        let deadline = tokio::time::Instant::now() + grace;
+        let left = settle(&self.drain.inflight, &self.drain.idle, deadline).await;
+        if left > 0 {
+            // The calls still running answer their callers with a JSON-RPC error saying why.
+            self.drain.grace_over.cancel();
+            self.drain
+                .grace_secs
+                .store(grace.as_secs(), Ordering::SeqCst);
+        }
+        left
+    }
+
+    /// Waits, until `deadline`, for the HTTP answers to POSTed messages still being written
+    /// (a call's result travels on its POST's event stream after the call returned: ending
+    /// the MCP sessions before that stream is flushed would lose the answer). Returns how many
+    /// were still open at the deadline.
+    pub(super) async fn finish_answers(&self, deadline: tokio::time::Instant) -> usize {
+        settle(&self.drain.answering, &self.drain.answered, deadline).await
+    }
+}
+
+/// Waits until `counter` is 0 (woken by `zero`) or `deadline`; returns the count at the end.
+async fn settle(
+    counter: &AtomicUsize,
+    zero: &tokio::sync::Notify,
+    deadline: tokio::time::Instant,
+) -> usize {
+    loop {
+        let woken = zero.notified();
+        tokio::pin!(woken);
+        woken.as_mut().enable();
+        if counter.load(Ordering::SeqCst) == 0 {
+            return 0;
+        }
+        if tokio::time::timeout_at(deadline, woken).await.is_err() {
+            return counter.load(Ordering::SeqCst);
+        }
+    }
+}
+
+/// Calls in flight, and whether new ones are refused (the server is shutting down).
+#[derive(Default)]
+pub(super) struct Drain {
+    closing: AtomicBool,
+    /// Cancelled when the grace period ended with calls still running (they answer at once).
+    grace_over: tokio_util::sync::CancellationToken,
+    grace_secs: std::sync::atomic::AtomicU64,
+    inflight: AtomicUsize,
+    idle: tokio::sync::Notify,
+    /// HTTP answers to POSTed messages whose body is still being written.
+    answering: AtomicUsize,
+    answered: tokio::sync::Notify,
+}
+
+/// One HTTP answer being written; counted out (waking a shutdown) when its body is dropped.
+pub(super) struct Answering(Arc<Drain>);
+
+impl Answering {
+    pub(super) fn start(drain: &Arc<Drain>) -> Answering {
+        drain.answering.fetch_add(1, Ordering::SeqCst);
+        Answering(drain.clone())
+    }
+}
+
+impl Drop for Answering {
+    fn drop(&mut self) {
+        if self.0.answering.fetch_sub(1, Ordering::SeqCst) == 1 {
+            self.0.answered.notify_waiters();
+        }
+    }
+}
+
+/// One call in flight; counted out (waking a drain) when dropped.
+struct InFlight<'a>(&'a Drain);
+
+impl Drain {
+    fn enter(&self) -> Option<InFlight<'_>> {
+        self.inflight.fetch_add(1, Ordering::SeqCst);
+        let call = InFlight(self);
+        // Checked after counting in, so a drain that saw 0 in flight never misses this call.
+        (!self.closing.load(Ordering::SeqCst)).then_some(call)
+    }
+}
+
+impl Drop for InFlight<'_> {
+    fn drop(&mut self) {
+        if self.0.inflight.fetch_sub(1, Ordering::SeqCst) == 1 {
+            self.0.idle.notify_waiters();
+        }
+    }
+}
+
+fn object(value: Value) -> Arc<serde_json::Map<String, Value>> {
+    match value {
+        Value::Object(map) => Arc::new(map),
+        _ => Arc::new(serde_json::Map::new()),
+    }
+}
+
+/// A reply as an MCP tool result.
+fn tool_result(reply: Reply) -> CallToolResult {
+    match reply {
+        Reply::Ok(value) => {
+            let text = value.to_string();
+            let structured = match value {
+                Value::Object(_) => value,
+                other => json!({"result": other}),
+            };
+            let mut result = CallToolResult::success(vec![ContentBlock::text(text)]);
+            result.structured_content = Some(structured);
+            result
+        }
+        Reply::Searched(searched) => {
+            // The hits as R-5.1 shapes them, then the note as a block of its own; structured:
+            // the single form's `{result: [...], matched, truncated, not_found?}`.
+            let mut content = vec![ContentBlock::text(searched.body.to_string())];
+            if let Some(note) = searched.note {
+                content.push(ContentBlock::text(note));
+            }
+            let structured = match (searched.body, searched.signal) {
+                (body @ Value::Object(_), _) => body,
+                (body, Some(Value::Object(mut signal))) => {
+                    signal.insert("result".into(), body);
+                    Value::Object(signal)
+                }
+                (body, _) => json!({"result": body}),
+            };
+            let mut result = CallToolResult::success(content);
+            result.structured_content = Some(structured);
+            result
+        }
+        Reply::Failed { body, .. } => {
+            let text = body["error"]["message"]
+                .as_str()
+                .map(str::to_string)
+                .unwrap_or_else(|| body.to_string());
+            let mut result = CallToolResult::error(vec![ContentBlock::text(text)]);
+            result.structured_content = Some(body);
+            result
+        }
+        Reply::Recovered { reply, recovered } => {
+            let mut result = tool_result(*reply);
+            result.content.push(ContentBlock::text(recovered.hint));
+            result
+        }
+        Reply::ClientCall(call) => CallToolResult::error(vec![ContentBlock::text(format!(
+            "{} is a client tool: the application runs it, and no application is connected to this server",
+            call.tool.id
+        ))]),
+    }
+}
+
+impl ServerHandler for Handler {
+    fn get_info(&self) -> ServerConfig {
+        let capabilities = ServerCapabilities::builder()
+            .enable_tools()
+            .enable_tool_list_changed()
+            .build();
+        let mut info = ServerConfig::new(capabilities)
+            .with_server_info(Implementation::new("toolsearch", env!("CARGO_PKG_VERSION")));
+        let prompt = self.session.system_prompt();
+        if !prompt.is_empty() {
+            info = info.with_instructions(prompt);
+        }
+        info
+    }
+
+    async fn list_tools(
+        &self,
+        request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, McpError> {
+        let all = self.session.tools(Format::Anthropic);
+        let all = all.as_array().cloned().unwrap_or_default();
+        let start = match request.and_then(|r| r.cursor) {
+            None => 0,
+            Some(cursor) => cursor
+                .parse::<usize>()
+                .ok()
+                .filter(|start| *start < all.len())
+                .ok_or_else(|| {
+                    McpError::invalid_params(format!("unknown cursor {cursor:?}"), None)
+                })?,
+        };
+        let end = (start + self.page_size).min(all.len());
+        let tools = all[start..end]
+            .iter()
+            .map(|definition| {
+                McpTool::new(
+                    definition["name"].as_str().unwrap_or_default().to_string(),
+                    definition["description"]
+                        .as_str()
+                        .unwrap_or_default()
+                        .to_string(),
+                    object(definition["input_schema"].clone()),
+                )
+            })
+            .collect();
+        let mut result = ListToolsResult::with_all_items(tools);
+        if end < all.len() {
+            result.next_cursor = Some(end.to_string());
+        }
+        Ok(result)
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, McpError> {
+        let Some(_inflight) = self.drain.enter() else {
+            return Err(McpError::internal_error(
+                "the server is shutting down (SIGTERM or Ctrl-C): no new calls are accepted; \
+                 calls already running finish within the grace period",
+                None,
+            ));
+        };
+        let name = request.name.to_string();
+        let surface = self.session.surface();
+        if surface.target_of(&name).is_none() && surface.mode != Mode::Directory {
+            return Err(McpError::invalid_params(
+                format!("Unknown tool: {:?}", input::echo(&name)),
+                None,
+            ));
+        }
+        let arguments = request
+            .arguments
+            .map(Value::Object)
+            .unwrap_or_else(|| json!({}));
+        // Code cells are scheduled fairly between clients: the HTTP session (or, without one,
+        // the connection) this request came on; over stdio there is one client.
+        let client = context
+            .extensions
+            .get::<http::request::Parts>()
+            .and_then(|parts| parts.extensions.get::<ClientKey>())
+            .map_or_else(|| Arc::from("stdio"), |key| key.0.clone());
+        let call =
+            crate::sandbox::fair::CLIENT.scope(client, self.session.handle(&name, &arguments));
+        let grace_over = self.drain.grace_over.clone();
+        let call = async move {
+            tokio::select! {
+                reply = call => Ok(reply),
+                _ = grace_over.cancelled() => Err(()),
+            }
+        };
+        let reply = match context.meta.get_progress_token() {
+            Some(token) => {
+                let peer = context.peer.clone();
+                let sink: ProgressSink = Arc::new(move |progress, total, message| {
+                    let mut params = ProgressNotificationParam::new(token.clone(), progress);
+                    if let Some(total) = total {
+                        params = params.with_total(total);
+                    }
+                    if let Some(message) = message {
+                        params = params.with_message(message);
+                    }
+                    let peer = peer.clone();
+                    tokio::spawn(async move {
+                        let _ = peer.notify_progress(params).await;
+                    });
+                });
+                tokio::select! {
+                    reply = PROGRESS.scope(sink, call) => reply,
+                    _ = context.ct.cancelled() => return Err(cancelled()),
+                }
+            }
+            None => tokio::select! {
+                reply = call => reply,
+                _ = context.ct.cancelled() => return Err(cancelled()),
+            },
+        };
+        match reply {
+            Ok(reply) => Ok(CallToolResponse::Complete(tool_result(reply))),
+            Err(()) => Err(McpError::internal_error(
+                format!(
+                    "the server is shutting down (SIGTERM or Ctrl-C) and this call was still \
+                     running at the end of the {} s grace period: it was cancelled",
+                    self.drain.grace_secs.load(Ordering::SeqCst)
+                ),
+                None,
+            )),
+        }
+    }
+
+    async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
+        let mut changes = self.session.changes();
+        let peer = context.peer.clone();
+        tokio::spawn(async move {
+            while changes.changed().await.is_ok() {
+                if peer.notify_tool_list_changed().await.is_err() {
+                    break;
+                }
+            }
+        });
+    }
+}
+
+fn cancelled() -> McpError {
+    McpError::internal_error("the request was cancelled", None)
+}
