@@ -371,7 +371,7 @@ impl Encoder {
                     let scores = &mut scores[..len];
                     for (j, score) in scores.iter_mut().enumerate() {
                         let k = &sequence[j * width + k_at..j * width + k_at + d];
-                        *score = kernels::dot::<FMA>(q, k) * scale;
+                        *score = kernels::dot::<FMA, 8>(q, k) * scale;
                     }
                     softmax(scores);
                     let row = start + i;

@@ -460,10 +460,11 @@ mod avx2 {
     }
 }
 
-/// The dot product of two equally long slices, summed in 8 lanes (vectorised).
+/// The dot product of two slices (over the shorter's length), summed in `LANES` independent
+/// lanes, which the compiler keeps in vector registers: one running sum is a chain of dependent
+/// additions that cannot be vectorised (floating-point addition is not associative).
 #[inline(always)]
-pub fn dot<const FMA: bool>(a: &[f32], b: &[f32]) -> f32 {
-    const LANES: usize = 8;
+pub fn dot<const FMA: bool, const LANES: usize>(a: &[f32], b: &[f32]) -> f32 {
     let n = a.len().min(b.len());
     let (a, b) = (&a[..n], &b[..n]);
     let mut lanes = [0.0f32; LANES];

@@ -30,26 +30,8 @@ pub use model::{
 };
 pub use store::{Embedded, RECENT_QUERIES, STORE_CHUNK, Vector, VectorStore};
 
-/// The cosine of two unit vectors (their dot product). Summed in 16 independent lanes, which
-/// the compiler keeps in vector registers: one running sum is a chain of dependent additions
-/// that cannot be vectorised (floating-point addition is not associative), 10–15× slower over
-/// a 10k-tool index.
+/// The cosine of two unit vectors (their dot product), summed in 16 lanes: 10–15× faster than
+/// one running sum over a 10k-tool index.
 pub fn cosine(a: &[f32], b: &[f32]) -> f32 {
-    const LANES: usize = 16;
-    let n = a.len().min(b.len());
-    let (a, b) = (&a[..n], &b[..n]);
-    let mut lanes = [0.0f32; LANES];
-    let (a_chunks, b_chunks) = (a.chunks_exact(LANES), b.chunks_exact(LANES));
-    let tail: f32 = a_chunks
-        .remainder()
-        .iter()
-        .zip(b_chunks.remainder())
-        .map(|(x, y)| x * y)
-        .sum();
-    for (x, y) in a_chunks.zip(b_chunks) {
-        for ((lane, x), y) in lanes.iter_mut().zip(x).zip(y) {
-            *lane += x * y;
-        }
-    }
-    lanes.iter().sum::<f32>() + tail
+    kernels::dot::<false, 16>(a, b)
 }
