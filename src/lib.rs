@@ -58,7 +58,8 @@ pub use catalog::file::{
 };
 pub use catalog::{
     BoxFuture, CallContext, CatalogIssue, CatalogMode, CatalogSnapshot, Descriptor, ExecutionMode,
-    Executor, FailureKind, FnTool, NestedCalls, Source, Tool, ToolError, ToolOutput, tool_id,
+    Executor, FailureKind, FnTool, NestedCalls, SentResult, Source, Tool, ToolError, ToolOutput,
+    tool_id,
 };
 pub use config::{
     AgentLimits, Bounds, Config, ConfigError, DirectoryStyle, McpApproval, McpServer, McpTransport,

@@ -216,6 +216,14 @@ impl Policy {
             return true;
         }
         let keys: Vec<&str> = tool.match_keys().collect();
+        self.allows_keys(&keys)
+    }
+
+    /// Whether something that is not a tool, known by `keys`, is allowed by the rule tools
+    /// follow: an MCP resource by `mcp:<server>:<uri>` and its URI, a resource template by
+    /// `mcp:<server>:<uriTemplate>` and the template, a prompt by `mcp:<server>:<name>` and its
+    /// name (so `mcp:<server>:*` denies a server's tools, resources and prompts alike).
+    pub fn allows_keys(&self, keys: &[&str]) -> bool {
         self.layers.iter().all(|layer| {
             let matches = |set: &GlobSet| keys.iter().any(|key| set.is_match(key));
             !matches(&layer.deny) && layer.allow.as_ref().is_none_or(matches)

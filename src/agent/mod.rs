@@ -810,7 +810,9 @@ impl Agent {
                 return Next::Stop(self.timeout_stop());
             };
             record.status = match reply.unwrapped() {
-                Reply::Ok(_) | Reply::Searched(_) | Reply::Recovered { .. } => CallStatus::Ok,
+                Reply::Ok(_) | Reply::Done(_) | Reply::Searched(_) | Reply::Recovered { .. } => {
+                    CallStatus::Ok
+                }
                 Reply::Failed { kind, .. } => CallStatus::Failed(*kind),
                 Reply::ClientCall(_) => CallStatus::ClientCall,
             };

@@ -110,6 +110,25 @@ pub struct ToolOutput {
     /// Structured result; validated against the output schema for trusted tools.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub details: Option<Value>,
+    /// The result exactly as the tool's MCP server sent it, for a front that speaks MCP to pass
+    /// on unchanged; `text` and `details` are the model's view of it. Never serialised.
+    #[serde(skip)]
+    pub sent: Option<Arc<SentResult>>,
+}
+
+/// A `tools/call` result as an MCP server sent it: its content blocks (text, image, audio,
+/// resource link, embedded resource — each the JSON the server sent), `structuredContent`,
+/// `isError` and `_meta`. Opaque to the gateway, which neither reads nor changes it.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct SentResult {
+    /// The content blocks, in order.
+    pub content: Vec<Value>,
+    /// `structuredContent`, when sent.
+    pub structured: Option<Value>,
+    /// `isError`, when sent.
+    pub is_error: Option<bool>,
+    /// `_meta`, when sent.
+    pub meta: Option<Value>,
 }
 
 impl ToolOutput {
@@ -118,6 +137,7 @@ impl ToolOutput {
         ToolOutput {
             text: None,
             details: Some(details),
+            sent: None,
         }
     }
 
@@ -126,6 +146,7 @@ impl ToolOutput {
         ToolOutput {
             text: Some(text.into()),
             details: None,
+            sent: None,
         }
     }
 }
@@ -186,6 +207,8 @@ pub struct ToolError {
     pub kind: FailureKind,
     /// What went wrong and, where possible, how to recover.
     pub message: String,
+    /// The failed result as the tool's MCP server sent it (`isError: true`), when it did.
+    pub sent: Option<Arc<SentResult>>,
 }
 
 impl ToolError {
@@ -201,7 +224,15 @@ impl ToolError {
         ToolError {
             kind,
             message: message.into(),
+            sent: None,
         }
+    }
+
+    /// The same error carrying the result its MCP server sent.
+    #[must_use]
+    pub fn with_sent(mut self, sent: Arc<SentResult>) -> Self {
+        self.sent = Some(sent);
+        self
     }
 }
 

@@ -657,9 +657,10 @@ fn call(args: CallArgs) -> Result<ExitCode> {
     let mut out = std::io::stdout().lock();
     let reply = reply.unwrapped().clone();
     match &reply {
-        Reply::Ok(envelope) => {
+        Reply::Done(envelope) => {
+            let envelope = envelope.to_json();
             if args.json {
-                writeln!(out, "{}", serde_json::to_string_pretty(envelope)?)?;
+                writeln!(out, "{}", serde_json::to_string_pretty(&envelope)?)?;
             } else {
                 writeln!(
                     out,
@@ -677,6 +678,7 @@ fn call(args: CallArgs) -> Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         Reply::ClientCall(_)
+        | Reply::Ok(_)
         | Reply::Failed { .. }
         | Reply::Recovered { .. }
         | Reply::Searched(_) => {

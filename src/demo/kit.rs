@@ -56,6 +56,7 @@ pub(crate) fn ok_text(details: Value, text: impl Into<String>) -> Reply {
     Ok(ToolOutput {
         text: Some(text.into()),
         details: Some(details),
+        sent: None,
     })
 }
 

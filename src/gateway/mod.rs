@@ -1209,11 +1209,14 @@ fn tool_failure(tool: &Descriptor, error: ToolError) -> CallError {
             Some(&tool.id),
             format!("{} failed inside the gateway: {}", tool.id, error.message),
         ),
-        FailureKind::ToolFailed => CallError::new(
-            ErrorKind::ToolFailed,
-            Some(&tool.id),
-            format!("{} failed: {}", tool.id, error.message),
-        ),
+        FailureKind::ToolFailed => CallError {
+            sent: error.sent,
+            ..CallError::new(
+                ErrorKind::ToolFailed,
+                Some(&tool.id),
+                format!("{} failed: {}", tool.id, error.message),
+            )
+        },
     }
 }
 

@@ -7,10 +7,12 @@
 //! `openclaw.tools.search` in a code cell, the tool's own name in direct mode). Nothing here
 //! names a control.
 
+use std::sync::Arc;
+
 use serde::Serialize;
 use serde_json::{Value, json};
 
-use crate::catalog::{FailureKind, Source, ToolOutput};
+use crate::catalog::{FailureKind, SentResult, Source, ToolOutput};
 
 /// The tool a result came from.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -186,6 +188,10 @@ pub struct CallError {
     /// What to do next, for the surface to word.
     #[serde(skip)]
     pub recovery: Recovery,
+    /// The failed result as the tool's MCP server sent it (`isError: true`), for a front that
+    /// speaks MCP to pass on unchanged.
+    #[serde(skip)]
+    pub sent: Option<Arc<SentResult>>,
 }
 
 impl CallError {
@@ -197,6 +203,7 @@ impl CallError {
             tool_id: tool_id.map(str::to_string),
             message: message.into(),
             recovery: Recovery::None,
+            sent: None,
         }
     }
 

@@ -35,6 +35,7 @@ pub mod bounded;
 pub mod front;
 pub mod ingest;
 pub mod names;
+pub mod resources;
 pub mod serve;
 pub mod supervise;
 pub mod transport;
@@ -45,7 +46,7 @@ use std::sync::{Arc, Mutex};
 use tokio::sync::Notify;
 
 pub use ingest::FilterError;
-pub use upstream::{Status, Upstream};
+pub use upstream::{Offer, Status, Upstream};
 
 use crate::catalog::{CatalogSnapshot, Descriptor};
 use crate::config::McpServer;
@@ -69,6 +70,7 @@ pub fn install_tls_provider() {
 pub struct Upstreams {
     servers: Vec<Arc<Upstream>>,
     changed: Arc<Notify>,
+    offers: tokio::sync::broadcast::Sender<Offer>,
     tasks: Mutex<Vec<tokio::task::JoinHandle<()>>>,
 }
 
@@ -96,6 +98,7 @@ impl Upstreams {
         supervisor: Option<std::path::PathBuf>,
     ) -> Result<Upstreams, FilterError> {
         let changed = Arc::new(Notify::new());
+        let (offers, _) = tokio::sync::broadcast::channel(upstream::OFFERS_BUFFER);
         let mut upstreams = Vec::with_capacity(servers.len());
         for server in servers {
             let filters = ingest::Filters::new(server)?;
@@ -103,6 +106,7 @@ impl Upstreams {
                 server.clone(),
                 filters,
                 changed.clone(),
+                offers.clone(),
                 supervisor.clone(),
             ));
         }
@@ -113,6 +117,7 @@ impl Upstreams {
         Ok(Upstreams {
             servers: upstreams,
             changed,
+            offers,
             tasks: Mutex::new(tasks),
         })
     }
@@ -120,6 +125,11 @@ impl Upstreams {
     /// The servers.
     pub fn servers(&self) -> &[Arc<Upstream>] {
         &self.servers
+    }
+
+    /// What the servers say changed besides their tools, from now on.
+    pub fn offers(&self) -> tokio::sync::broadcast::Receiver<Offer> {
+        self.offers.subscribe()
     }
 
     /// Whether no server is configured.

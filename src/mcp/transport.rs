@@ -7,7 +7,7 @@
 //! [`MAX_MCP_MESSAGE_DEPTH`] — and turning it into rmcp's typed message without intermediate
 //! trees: the envelope is read with borrowed raw values (`id`, `result`, `error`), and a response
 //! is parsed straight into the result type its request expects (the transport remembers the
-//! method of each `initialize`, `tools/list` and `tools/call` request it sends). A `tools/list`
+//! method of each `initialize`, `tools/list`, `tools/call` and `resources/read` request it sends). A `tools/list`
 //! answer is handed to the lister unparsed — `ServerResult::CustomResult(Value::String(the
 //! message's text))`, a private convention with `upstream/listing.rs` — which reads it entry by entry
 //! (`ingest::read_page`), so one malformed or deep tool costs only itself and a page is never
@@ -30,7 +30,7 @@ use rmcp::RoleClient;
 use rmcp::model::{
     CallToolResult, ClientJsonRpcMessage, ClientNotification, ClientRequest, CustomResult,
     ErrorCode, ErrorData, InitializeResult, JsonRpcError, JsonRpcMessage, JsonRpcResponse,
-    JsonRpcVersion2_0, RequestId, ServerJsonRpcMessage, ServerResult,
+    JsonRpcVersion2_0, ReadResourceResult, RequestId, ServerJsonRpcMessage, ServerResult,
 };
 use rmcp::transport::Transport;
 use serde::Deserialize;
@@ -42,8 +42,8 @@ use super::bounded::{Violation, nesting};
 use crate::config::input::{MAX_MCP_MESSAGE_BYTES, MAX_MCP_MESSAGE_DEPTH};
 
 /// Largest message decoded by rmcp's generic (untyped-union) decoding: server requests,
-/// notifications and answers to requests other than `initialize`, `tools/list` and
-/// `tools/call`. That decoding buffers a message several times over, so larger ones are
+/// notifications and answers to requests other than `initialize`, `tools/list`, `tools/call`
+/// and `resources/read`. That decoding buffers a message several times over, so larger ones are
 /// refused (an answer: its request fails naming this bound; anything else is dropped).
 pub const MAX_UNTYPED_MESSAGE_BYTES: usize = 1024 * 1024;
 
@@ -64,6 +64,7 @@ enum Expect {
     Initialize,
     ToolsList,
     ToolsCall,
+    ResourcesRead,
 }
 
 /// The envelope of one message: every member a raw slice of it.
@@ -265,6 +266,11 @@ where
                     .map(ServerResult::CallToolResult),
                 "tools/call",
             ),
+            Some(Expect::ResourcesRead) => typed(
+                serde_json::from_str::<ReadResourceResult>(result.get())
+                    .map(ServerResult::ReadResourceResult),
+                "resources/read",
+            ),
             Some(Expect::Initialize) => typed(
                 serde_json::from_str::<InitializeResult>(result.get())
                     .map(ServerResult::InitializeResult),
@@ -358,6 +364,7 @@ where
                     ClientRequest::InitializeRequest(_) => Some(Expect::Initialize),
                     ClientRequest::ListToolsRequest(_) => Some(Expect::ToolsList),
                     ClientRequest::CallToolRequest(_) => Some(Expect::ToolsCall),
+                    ClientRequest::ReadResourceRequest(_) => Some(Expect::ResourcesRead),
                     _ => None,
                 };
                 if let Some(expect) = expect {

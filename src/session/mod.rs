@@ -22,11 +22,11 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use crate::catalog::{CatalogSnapshot, FailureKind};
+use crate::catalog::{CatalogSnapshot, FailureKind, SentResult};
 use crate::config::{Config, Mode};
 use crate::gateway::{
-    ApprovalHandler, BeforeToolCall, CallError, CallOutcome, ClientCall, ErrorKind, Gateway,
-    GatewayError, GatewaySettings, RunContext,
+    ApprovalHandler, BeforeToolCall, CallError, CallOutcome, ClientCall, Envelope, ErrorKind,
+    Gateway, GatewayError, GatewaySettings, RunContext,
 };
 use crate::policy::Policy;
 use crate::sandbox::{Bridge, CellResult, Limits, Outcome, Supervisor, SupervisorConfig};
@@ -41,9 +41,12 @@ use crate::telemetry::SessionLog;
 /// What the model sees for one of its tool calls.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Reply {
-    /// Success: exactly the JSON the model reads (a description, a call's envelope
-    /// `{tool, result}`, a code cell's `{ok: true, value, logs?, next?}`).
+    /// Success: exactly the JSON the model reads (a description, a code cell's
+    /// `{ok: true, value, logs?, next?}`).
     Ok(Value),
+    /// A tool ran: its envelope, which the model reads as `{tool, result}` and a front that
+    /// speaks MCP passes on as the result the tool's server sent, when it was an MCP tool.
+    Done(Envelope),
     /// A search answer: R-5.1's JSON (`body`) and, beside it, what the answer covers — a line
     /// for the model (`note`: "8 of 37 matching tools shown; …") and the same for machines
     /// (`signal`: `{matched, truncated, not_found?}`, single form). The model reads the body's
@@ -58,6 +61,8 @@ pub enum Reply {
         error: Option<ErrorKind>,
         /// The JSON the model reads.
         body: Value,
+        /// The failed result as the tool's MCP server sent it (`isError: true`), when it did.
+        sent: Option<Arc<SentResult>>,
     },
     /// A client tool: the application runs it, then reports back with
     /// [`Session::complete_client_call`]. Never executed by the gateway.
@@ -101,6 +106,7 @@ impl Reply {
     pub fn body(&self) -> Value {
         match self {
             Reply::Ok(body) | Reply::Failed { body, .. } => body.clone(),
+            Reply::Done(envelope) => envelope.to_json(),
             Reply::Searched(searched) => searched.body.clone(),
             Reply::ClientCall(call) => json!({"client_call": call}),
             Reply::Recovered { reply, .. } => reply.body(),
@@ -112,6 +118,7 @@ impl Reply {
     pub fn text(&self) -> String {
         match self {
             Reply::Ok(body) | Reply::Failed { body, .. } => body.to_string(),
+            Reply::Done(envelope) => envelope.to_json().to_string(),
             Reply::Searched(searched) => searched.text(),
             Reply::ClientCall(_) => self.body().to_string(),
             Reply::Recovered { reply, recovered } => {
@@ -125,6 +132,7 @@ impl Reply {
             kind: error.failure_kind(),
             error: Some(error.kind),
             body: error.to_json(),
+            sent: error.sent,
         }
     }
 
@@ -156,6 +164,7 @@ impl Reply {
                 kind: cell_failure_kind(&result.outcome),
                 error: None,
                 body,
+                sent: None,
             }
         }
     }
@@ -187,7 +196,7 @@ impl From<Dispatch> for Reply {
         match dispatch {
             Dispatch::Result(value) => Reply::Ok(value),
             Dispatch::Searched(searched) => Reply::Searched(searched),
-            Dispatch::Done(envelope) => Reply::Ok(envelope.to_json()),
+            Dispatch::Done(envelope) => Reply::Done(envelope),
             Dispatch::ClientCall(call) => Reply::ClientCall(call),
             Dispatch::Cell(result, next) => Reply::cell(&result, next),
             Dispatch::Failed(error) => Reply::error(error),
@@ -589,6 +598,11 @@ impl Session {
         self.inner.changes.subscribe()
     }
 
+    /// The run's policy (what an MCP front applies to upstream resources and prompts).
+    pub fn policy(&self) -> Policy {
+        self.inner.gateway.view().policy().clone()
+    }
+
     /// Whether this run can execute code cells (code mode with a working sandbox).
     pub fn has_sandbox(&self) -> bool {
         self.inner.supervisor.is_some()
@@ -646,7 +660,7 @@ impl Session {
     /// `tool_call` whatever the mode: `{id, args}` in any shape the gateway accepts.
     pub async fn call(&self, request: &Value) -> Reply {
         match self.inner.gateway.call(request).await {
-            CallOutcome::Done(envelope) => Reply::Ok(envelope.to_json()),
+            CallOutcome::Done(envelope) => Reply::Done(envelope),
             CallOutcome::ClientCallRequired(call) => Reply::ClientCall(call),
             CallOutcome::Failed(error) => self.failed(error),
         }
@@ -685,7 +699,7 @@ impl Session {
     /// result (`Ok(details)`) or failure message.
     pub fn complete_client_call(&self, call_id: &str, result: Result<Value, String>) -> Reply {
         match self.inner.gateway.complete_client_call(call_id, result) {
-            CallOutcome::Done(envelope) => Reply::Ok(envelope.to_json()),
+            CallOutcome::Done(envelope) => Reply::Done(envelope),
             CallOutcome::ClientCallRequired(call) => Reply::ClientCall(call),
             CallOutcome::Failed(error) => self.failed(error),
         }

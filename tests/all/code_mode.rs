@@ -346,7 +346,10 @@ fn a_tool_search_code_call_without_code_is_a_bad_request_not_an_empty_cell() {
     let session = rt.block_on(code_session().build()).unwrap();
     for arguments in [json!({}), json!({"code": 3}), json!({"source": "return 1"})] {
         let reply = rt.block_on(session.handle("tool_search_code", &arguments));
-        let Reply::Failed { kind, error, body } = &reply else {
+        let Reply::Failed {
+            kind, error, body, ..
+        } = &reply
+        else {
             panic!("{arguments}: {reply:?}")
         };
         assert_eq!(*kind, toolsearch::FailureKind::BadArguments);

@@ -16,6 +16,11 @@ use toolsearch::{
 
 use crate::support::{BIN, rt};
 
+/// Tool results through `serve` as MCP content.
+mod content;
+/// Resources through `serve`.
+mod resources;
+
 /// `tests/fixtures/mcp`, where `npm ci` installed the servers.
 fn fixtures() -> PathBuf {
     let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/mcp");
@@ -150,10 +155,7 @@ impl Drop for Run {
 
 fn text(reply: &Reply) -> String {
     match reply {
-        Reply::Ok(body) => body["result"]["text"]
-            .as_str()
-            .unwrap_or_default()
-            .to_string(),
+        Reply::Done(envelope) => envelope.result.text.clone().unwrap_or_default(),
         other => panic!("expected a result, got {other:?}"),
     }
 }
@@ -219,11 +221,12 @@ fn reference_servers_are_untrusted_searchable_and_callable() {
         "mcp:memory:create_entities",
         json!({"entities": [{"name": "Zanzibar Release", "entityType": "project", "observations": ["ships in May"]}]}),
     );
-    assert!(matches!(created, Reply::Ok(_)), "{created:?}");
+    assert!(matches!(created, Reply::Done(_)), "{created:?}");
     let found = run.call("mcp:memory:search_nodes", json!({"query": "Zanzibar"}));
-    let Reply::Ok(body) = &found else {
+    let Reply::Done(_) = &found else {
         panic!("{found:?}")
     };
+    let body = found.body();
     assert!(body.to_string().contains("ships in May"), "{body}");
     // structuredContent is kept as the result's details.
     assert!(body["result"]["details"].is_object(), "{body}");
@@ -394,7 +397,7 @@ fn a_server_sigkilled_mid_call_fails_that_call_only_and_restarts() {
     let (kind, message) = failure(&killed);
     assert_eq!(kind, FailureKind::UpstreamUnavailable, "{message}");
     assert!(message.contains("\"fragile\""), "{message}");
-    assert!(matches!(steady, Reply::Ok(_)), "{steady:?}");
+    assert!(matches!(steady, Reply::Done(_)), "{steady:?}");
     assert_eq!(run.status("steady"), UpstreamStatus::Ready);
     let second_pid: u32 = text(&run.call("mcp:fragile:pid", json!({})))
         .parse()
@@ -690,9 +693,11 @@ fn the_mcp_inspector_cli_uses_serve_over_stdio_and_http() {
             r#"args={"a":2,"b":3}"#,
         ],
     );
+    // The upstream's result as it sent it, the tool toolsearch resolved beside it.
+    assert_eq!(called["content"][0]["text"], "The sum of 2 and 3 is 5.");
     assert_eq!(
-        called["structuredContent"]["result"]["text"],
-        "The sum of 2 and 3 is 5."
+        called["_meta"]["toolsearch/tool"]["id"],
+        "mcp:everything:get-sum"
     );
 
     let serve = Serve::http(&config, "tools", &[]);
@@ -710,9 +715,11 @@ fn the_mcp_inspector_cli_uses_serve_over_stdio_and_http() {
             r#"args={"a":2,"b":3}"#,
         ],
     );
+    // The upstream's result as it sent it, the tool toolsearch resolved beside it.
+    assert_eq!(called["content"][0]["text"], "The sum of 2 and 3 is 5.");
     assert_eq!(
-        called["structuredContent"]["result"]["text"],
-        "The sum of 2 and 3 is 5."
+        called["_meta"]["toolsearch/tool"]["id"],
+        "mcp:everything:get-sum"
     );
     serve.stop();
 }

@@ -261,7 +261,7 @@ fn a_large_directory_shrinks_descriptions_then_drops_rows_and_everything_stays_r
     let hits = rt.block_on(session.handle("tool_search", &json!({"query": last})));
     assert_eq!(hits.body()[0]["name"], last);
     let outcome = rt.block_on(session.handle(last, &json!({"record_id": "r1"})));
-    assert!(matches!(outcome, Reply::Ok(_)), "{outcome:?}");
+    assert!(matches!(outcome, Reply::Done(_)), "{outcome:?}");
 }
 
 #[test]
@@ -392,7 +392,7 @@ fn directory_mode_hydrates_hidden_names_through_full_validation() {
                 &json!({"title": "x", "start": "2026-12-01T10:00:00Z"}),
             )
             .await;
-        assert!(matches!(good, Reply::Ok(_)), "{good:?}");
+        assert!(matches!(good, Reply::Done(_)), "{good:?}");
         // Client tools are declared in directory mode and handed back to the application.
         let client = session
             .handle("open_in_browser", &json!({"url": "https://example.com"}))
@@ -419,7 +419,7 @@ fn directory_mode_hydrates_hidden_names_through_full_validation() {
         "calendar.create_event",
         &json!({"title": "x", "start": "2026-12-01T10:00:00Z"}),
     ));
-    assert!(matches!(good.unwrapped(), Reply::Ok(_)), "{good:?}");
+    assert!(matches!(good.unwrapped(), Reply::Done(_)), "{good:?}");
     assert!(good.text().contains("evt_1"), "{}", good.text());
     let outcome = rt.block_on(tools.handle("qqzx_vorbl", &json!({})));
     let message = failure(&outcome).1;
@@ -541,8 +541,8 @@ fn lenient_names_hydrate_and_ambiguous_names_list_allowed_candidates() {
         // The dotted and `__` forms reach one tool and hydrate through validation.
         for name in ["outlook.create_event", "outlook__create_event"] {
             let outcome = session.handle(name, &json!({})).await;
-            let Reply::Ok(envelope) = outcome else { panic!("{name}: {outcome:?}") };
-            assert_eq!(envelope["tool"]["id"], "plugin:outlook:create_event");
+            let Reply::Done(envelope) = outcome else { panic!("{name}: {outcome:?}") };
+            assert_eq!(envelope.tool.id, "plugin:outlook:create_event");
         }
         // A denied tool's name answers like an unknown one: a search for its words, which
         // calls nothing and finds the same allowed tools.

@@ -1,28 +1,35 @@
 //! The MCP server handler over one [`Session`]: `tools/list` (paginated), `tools/call`
-//! answered by [`Session::handle`] and its result's MCP shape, list-changed and progress
-//! notifications, and draining (refusing new calls, waiting for those in flight and for the
-//! answers being written).
+//! answered by [`Session::handle`] and its result's MCP shape, the upstreams' resources
+//! ([`Resources`]: listed, read, subscribed to, their updates relayed to the clients that
+//! subscribed), list-changed and progress notifications, and draining (refusing new calls,
+//! waiting for those in flight and for the answers being written).
 //!
 //! Never does: listen, or read a transport (`stdio.rs`, `http.rs`).
 
-use std::sync::Arc;
+use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use rmcp::handler::server::ServerHandler;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, ErrorData as McpError,
-    Implementation, ListToolsResult, PaginatedRequestParams, ProgressNotificationParam,
-    ServerCapabilities, ServerConfig, Tool as McpTool,
+    Implementation, ListResourceTemplatesResult, ListResourcesResult, ListToolsResult, MetaObject,
+    PaginatedRequestParams, ProgressNotificationParam, ReadResourceRequestParams,
+    ReadResourceResponse, ResourceUpdatedNotificationParam, ResourcesCapability,
+    ServerCapabilities, ServerConfig, SubscribeRequestParams, Tool as McpTool,
+    UnsubscribeRequestParams,
 };
-use rmcp::service::{NotificationContext, RequestContext, RoleServer};
+use rmcp::service::{NotificationContext, Peer, RequestContext, RoleServer};
 use serde_json::{Value, json};
 
 use super::ServeOptions;
 use super::http::ClientKey;
+use crate::catalog::SentResult;
 use crate::config::Mode;
 use crate::config::input;
-use crate::mcp::{PROGRESS, ProgressSink};
+use crate::mcp::resources::Resources;
+use crate::mcp::{Offer, PROGRESS, ProgressSink};
 use crate::session::{Reply, Session};
 use crate::surface::Format;
 
@@ -30,18 +37,97 @@ use crate::surface::Format;
 #[derive(Clone)]
 pub struct Handler {
     session: Session,
+    resources: Resources,
+    subscriptions: Arc<Subscriptions>,
     page_size: usize,
     pub(super) drain: Arc<Drain>,
 }
 
+/// Who subscribed to which resource: per (server, the server's own URI), each subscribed
+/// client (its key) and its peer. The server is subscribed to while one client is.
+#[derive(Default)]
+struct Subscriptions(Mutex<HashMap<(String, String), Subscribers>>);
+
+/// The clients subscribed to one resource, by client key.
+type Subscribers = HashMap<Arc<str>, Peer<RoleServer>>;
+
 impl Handler {
-    /// A handler answering with `session`.
-    pub fn new(session: Session, options: &ServeOptions) -> Handler {
+    /// A handler answering with `session`, offering `resources`.
+    pub fn new(session: Session, resources: Resources, options: &ServeOptions) -> Handler {
+        let subscriptions = Arc::new(Subscriptions::default());
+        if let (Some(offers), Ok(runtime)) =
+            (resources.offers(), tokio::runtime::Handle::try_current())
+        {
+            runtime.spawn(relay_updates(
+                offers,
+                resources.clone(),
+                session.clone(),
+                subscriptions.clone(),
+            ));
+        }
         Handler {
             session,
+            resources,
+            subscriptions,
             page_size: options.page_size.clamp(1, 10_000),
             drain: Arc::new(Drain::default()),
         }
+    }
+
+    /// One page of `all` from `cursor` (an offset this server handed out).
+    fn page<T: Clone>(
+        &self,
+        all: &[T],
+        cursor: Option<String>,
+    ) -> Result<(Vec<T>, Option<String>), McpError> {
+        let start = match cursor {
+            None => 0,
+            Some(cursor) => cursor
+                .parse::<usize>()
+                .ok()
+                .filter(|start| *start < all.len())
+                .ok_or_else(|| {
+                    McpError::invalid_params(
+                        format!("unknown cursor {:?}", input::echo(&cursor)),
+                        None,
+                    )
+                })?,
+        };
+        let end = (start + self.page_size).min(all.len());
+        let next = (end < all.len()).then(|| end.to_string());
+        Ok((all[start..end].to_vec(), next))
+    }
+
+    /// Subscribes the calling client to `uri` (or, with `on` false, unsubscribes it); the
+    /// server is asked when its first client subscribes and its last one leaves.
+    async fn subscribe_client(
+        &self,
+        uri: &str,
+        on: bool,
+        context: &RequestContext<RoleServer>,
+    ) -> Result<(), McpError> {
+        let (server, own) = self.resources.route(uri, &self.session.policy())?;
+        let key = (server.name().to_string(), own.clone());
+        let client = client_key(context);
+        let ask = {
+            let mut subscribed = lock(&self.subscriptions.0);
+            let clients = subscribed.entry(key.clone()).or_default();
+            let before = clients.len();
+            if on {
+                clients.insert(client, context.peer.clone());
+            } else {
+                clients.remove(&client);
+            }
+            let after = clients.len();
+            if after == 0 {
+                subscribed.remove(&key);
+            }
+            (before == 0) != (after == 0)
+        };
+        if ask {
+            server.subscribe_resource(&own, on).await?;
+        }
+        Ok(())
     }
 
     /// Refuses new `tools/call` requests from now on and waits, up to `grace`, until the calls in
@@ -147,9 +233,30 @@ fn object(value: Value) -> Arc<serde_json::Map<String, Value>> {
     }
 }
 
-/// A reply as an MCP tool result.
+/// A reply as an MCP tool result. An MCP tool's result (or error) is passed on as its server
+/// sent it; what the gateway adds goes in `_meta` (the tool it resolved) or in a block of its
+/// own (a recovered call's hint), never into the server's blocks.
 fn tool_result(reply: Reply) -> CallToolResult {
     match reply {
+        Reply::Done(envelope) => match &envelope.result.sent {
+            Some(sent) => {
+                let mut result = sent_result(sent);
+                let tool = json!({
+                    "id": envelope.tool.id,
+                    "name": envelope.tool.name,
+                    "source": envelope.tool.source,
+                });
+                result
+                    .meta
+                    .get_or_insert_with(MetaObject::default)
+                    .insert(TOOL_META.into(), tool);
+                result
+            }
+            None => tool_result(Reply::Ok(envelope.to_json())),
+        },
+        Reply::Failed {
+            sent: Some(sent), ..
+        } => sent_result(&sent),
         Reply::Ok(value) => {
             let text = value.to_string();
             let structured = match value {
@@ -200,12 +307,44 @@ fn tool_result(reply: Reply) -> CallToolResult {
     }
 }
 
+/// The `_meta` key under which a passed-on result names the tool the gateway resolved
+/// (`{id, name, source}`).
+pub const TOOL_META: &str = "toolsearch/tool";
+
+/// A result as the tool's MCP server sent it. A block that no longer parses as MCP content
+/// (it did when it arrived) is passed on as its JSON text rather than dropped.
+fn sent_result(sent: &SentResult) -> CallToolResult {
+    let content = sent
+        .content
+        .iter()
+        .map(|block| {
+            serde_json::from_value::<ContentBlock>(block.clone())
+                .unwrap_or_else(|_| ContentBlock::text(block.to_string()))
+        })
+        .collect();
+    let mut result = CallToolResult::success(content);
+    result.structured_content = sent.structured.clone();
+    result.is_error = sent.is_error;
+    result.meta = match &sent.meta {
+        Some(Value::Object(meta)) => Some(MetaObject(meta.clone())),
+        _ => None,
+    };
+    result
+}
+
 impl ServerHandler for Handler {
     fn get_info(&self) -> ServerConfig {
-        let capabilities = ServerCapabilities::builder()
+        let mut capabilities = ServerCapabilities::builder()
             .enable_tools()
             .enable_tool_list_changed()
             .build();
+        let (resources, subscribe) = self.resources.offered();
+        if resources {
+            let mut offered = ResourcesCapability::default();
+            offered.list_changed = Some(true);
+            offered.subscribe = subscribe.then_some(true);
+            capabilities.resources = Some(offered);
+        }
         let mut info = ServerConfig::new(capabilities)
             .with_server_info(Implementation::new("toolsearch", env!("CARGO_PKG_VERSION")));
         let prompt = self.session.system_prompt();
@@ -222,18 +361,8 @@ impl ServerHandler for Handler {
     ) -> Result<ListToolsResult, McpError> {
         let all = self.session.tools(Format::Anthropic);
         let all = all.as_array().cloned().unwrap_or_default();
-        let start = match request.and_then(|r| r.cursor) {
-            None => 0,
-            Some(cursor) => cursor
-                .parse::<usize>()
-                .ok()
-                .filter(|start| *start < all.len())
-                .ok_or_else(|| {
-                    McpError::invalid_params(format!("unknown cursor {cursor:?}"), None)
-                })?,
-        };
-        let end = (start + self.page_size).min(all.len());
-        let tools = all[start..end]
+        let (page, next) = self.page(&all, request.and_then(|r| r.cursor))?;
+        let tools = page
             .iter()
             .map(|definition| {
                 McpTool::new(
@@ -247,10 +376,64 @@ impl ServerHandler for Handler {
             })
             .collect();
         let mut result = ListToolsResult::with_all_items(tools);
-        if end < all.len() {
-            result.next_cursor = Some(end.to_string());
-        }
+        result.next_cursor = next;
         Ok(result)
+    }
+
+    async fn list_resources(
+        &self,
+        request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListResourcesResult, McpError> {
+        let all: Vec<_> = self
+            .resources
+            .list(&self.session.policy())
+            .into_iter()
+            .map(|listed| listed.resource)
+            .collect();
+        let (page, next) = self.page(&all, request.and_then(|r| r.cursor))?;
+        let mut result = ListResourcesResult::with_all_items(page);
+        result.next_cursor = next;
+        Ok(result)
+    }
+
+    async fn list_resource_templates(
+        &self,
+        request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListResourceTemplatesResult, McpError> {
+        let all = self.resources.templates(&self.session.policy());
+        let (page, next) = self.page(&all, request.and_then(|r| r.cursor))?;
+        let mut result = ListResourceTemplatesResult::with_all_items(page);
+        result.next_cursor = next;
+        Ok(result)
+    }
+
+    async fn read_resource(
+        &self,
+        request: ReadResourceRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ReadResourceResponse, McpError> {
+        self.resources
+            .read(&request.uri, &self.session.policy())
+            .await
+            .map(ReadResourceResponse::Complete)
+    }
+
+    async fn subscribe(
+        &self,
+        request: SubscribeRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), McpError> {
+        self.subscribe_client(&request.uri, true, &context).await
+    }
+
+    async fn unsubscribe(
+        &self,
+        request: UnsubscribeRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), McpError> {
+        self.subscribe_client(&request.uri, false, &context).await
     }
 
     async fn call_tool(
@@ -277,13 +460,8 @@ impl ServerHandler for Handler {
             .arguments
             .map(Value::Object)
             .unwrap_or_else(|| json!({}));
-        // Code cells are scheduled fairly between clients: the HTTP session (or, without one,
-        // the connection) this request came on; over stdio there is one client.
-        let client = context
-            .extensions
-            .get::<http::request::Parts>()
-            .and_then(|parts| parts.extensions.get::<ClientKey>())
-            .map_or_else(|| Arc::from("stdio"), |key| key.0.clone());
+        // Code cells are scheduled fairly between clients.
+        let client = client_key(&context);
         let call =
             crate::sandbox::fair::CLIENT.scope(client, self.session.handle(&name, &arguments));
         let grace_over = self.drain.grace_over.clone();
@@ -342,6 +520,80 @@ impl ServerHandler for Handler {
                 }
             }
         });
+        if let (Some(mut offers), (true, _)) = (self.resources.offers(), self.resources.offered()) {
+            let peer = context.peer.clone();
+            tokio::spawn(async move {
+                use tokio::sync::broadcast::error::RecvError;
+                loop {
+                    match offers.recv().await {
+                        Ok(Offer::ResourcesListed) | Err(RecvError::Lagged(_)) => {
+                            if peer.notify_resource_list_changed().await.is_err() {
+                                break;
+                            }
+                        }
+                        Ok(Offer::ResourceUpdated { .. }) => {}
+                        Err(RecvError::Closed) => break,
+                    }
+                }
+            });
+        }
+    }
+}
+
+/// The client a request came from: the HTTP session (or, without one, the connection); over
+/// stdio there is one client.
+fn client_key(context: &RequestContext<RoleServer>) -> Arc<str> {
+    context
+        .extensions
+        .get::<http::request::Parts>()
+        .and_then(|parts| parts.extensions.get::<ClientKey>())
+        .map_or_else(|| Arc::from("stdio"), |key| key.0.clone())
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// Relays each `notifications/resources/updated` to the clients subscribed to that resource,
+/// under the URI they know it by; a client that is gone is dropped from the subscriptions.
+async fn relay_updates(
+    mut offers: tokio::sync::broadcast::Receiver<Offer>,
+    resources: Resources,
+    session: Session,
+    subscriptions: Arc<Subscriptions>,
+) {
+    use tokio::sync::broadcast::error::RecvError;
+    loop {
+        let (server, uri) = match offers.recv().await {
+            Ok(Offer::ResourceUpdated { server, uri }) => (server, uri),
+            Ok(Offer::ResourcesListed) | Err(RecvError::Lagged(_)) => continue,
+            Err(RecvError::Closed) => return,
+        };
+        let key = (server, uri);
+        let peers: Vec<(Arc<str>, Peer<RoleServer>)> = lock(&subscriptions.0)
+            .get(&key)
+            .map(|clients| {
+                clients
+                    .iter()
+                    .map(|(k, p)| (k.clone(), p.clone()))
+                    .collect()
+            })
+            .unwrap_or_default();
+        let Some(shown) = resources.client_uri(&key.0, &key.1, &session.policy()) else {
+            continue;
+        };
+        for (client, peer) in peers {
+            let sent = peer
+                .notify_resource_updated(ResourceUpdatedNotificationParam::new(shown.clone()))
+                .await;
+            if sent.is_err()
+                && let Some(clients) = lock(&subscriptions.0).get_mut(&key)
+            {
+                clients.remove(&client);
+            }
+        }
     }
 }
 

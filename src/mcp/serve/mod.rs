@@ -10,8 +10,11 @@
 //! sessions, and `GET /health`. On SIGTERM or Ctrl-C it stops accepting, lets in-flight
 //! requests finish within a grace period, and returns so the caller can finish the session.
 //!
-//! Results: a control's JSON result is the call's `structuredContent` (an array is wrapped as
-//! `{"result": […]}`) and its compact text the content; a failure is `isError: true` with the
+//! Results: an MCP tool's result (or `isError` result), reached directly or through
+//! `tool_call`, is passed on as its server sent it, the resolved tool named in
+//! `_meta["toolsearch/tool"]`; any other tool's or control's JSON result is the call's
+//! `structuredContent` (an array is wrapped as `{"result": […]}`) and its compact text the
+//! content; a recovered call's hint is a text block of its own; a failure is `isError: true` with the
 //! worded message as text and the error object as `structuredContent`. A name that is neither
 //! declared nor resolvable is a protocol error (`-32602`, "Unknown tool").
 //! Never does: print anything but JSON-RPC on stdout in stdio mode (logs go to stderr).

@@ -5,7 +5,7 @@
 //!
 //! Never does: word a failure for the model beyond naming the server and why.
 
-use std::sync::Weak;
+use std::sync::{Arc, Weak};
 use std::time::Duration;
 
 use rmcp::ServiceError;
@@ -14,7 +14,9 @@ use rmcp::service::{Peer, PeerRequestOptions, RoleClient};
 use serde_json::{Map, Value, json};
 
 use super::{Status, Upstream, lock, token_key};
-use crate::catalog::{BoxFuture, CallContext, FailureKind, Tool, ToolError, ToolOutput};
+use crate::catalog::{
+    BoxFuture, CallContext, FailureKind, SentResult, Tool, ToolError, ToolOutput,
+};
 use crate::config::McpTransport;
 use crate::mcp::PROGRESS;
 use crate::mcp::transport::TRANSPORT_ERROR;
@@ -23,7 +25,10 @@ impl Upstream {
     /// The live connection's peer, waiting (up to `startupTimeoutMs`) while the server starts.
     /// The live connection once the server is ready; `not` skips a connection already found
     /// broken (waiting for the restart instead).
-    async fn ready_peer(&self, not: Option<u64>) -> Result<(u64, Peer<RoleClient>), ToolError> {
+    pub(super) async fn ready_peer(
+        &self,
+        not: Option<u64>,
+    ) -> Result<(u64, Peer<RoleClient>), ToolError> {
         let mut status = self.status.subscribe();
         let waited = tokio::time::timeout(self.config.startup_timeout, async {
             loop {
@@ -251,42 +256,89 @@ impl Drop for CancelOnDrop {
     }
 }
 
-/// A `tools/call` result as the catalog's output: text content joined, `structuredContent` (or
-/// the non-text content) as details; `isError: true` is the tool's own error.
+/// A `tools/call` result as the catalog's output: the result as sent (passed on unchanged by
+/// `serve`), and the model's view of it — text blocks joined as the text, `structuredContent`
+/// (or else the non-text blocks, each without its data: [`model_view`]) as details.
+/// `isError: true` is the tool's own error, carrying the result as sent too.
 fn result_output(server: &str, result: CallToolResult) -> Result<ToolOutput, Broken> {
-    let mut texts: Vec<String> = Vec::new();
+    let content: Vec<Value> = result
+        .content
+        .iter()
+        .map(|block| serde_json::to_value(block).unwrap_or(Value::Null))
+        .collect();
+    let mut texts: Vec<&str> = Vec::new();
     let mut other: Vec<Value> = Vec::new();
-    for block in &result.content {
-        let value = serde_json::to_value(block).unwrap_or(Value::Null);
-        match value.get("type").and_then(Value::as_str) {
+    for block in &content {
+        match block.get("type").and_then(Value::as_str) {
             Some("text") => texts.push(
-                value
+                block
                     .get("text")
                     .and_then(Value::as_str)
-                    .unwrap_or_default()
-                    .to_string(),
+                    .unwrap_or_default(),
             ),
-            _ => other.push(value),
+            _ => other.push(model_view(block)),
         }
     }
     let text = texts.join("\n");
-    if result.is_error == Some(true) {
+    let details = match &result.structured_content {
+        Some(structured) => Some(structured.clone()),
+        None if !other.is_empty() => Some(json!({"content": other})),
+        None => None,
+    };
+    let sent = Arc::new(SentResult {
+        content,
+        structured: result.structured_content,
+        is_error: result.is_error,
+        meta: result.meta.and_then(|meta| serde_json::to_value(meta).ok()),
+    });
+    if sent.is_error == Some(true) {
         let message = if text.is_empty() {
             format!("the MCP server {server:?} reported an error without text")
         } else {
             text
         };
-        return Err(Broken::Tool(ToolError::new(message)));
+        return Err(Broken::Tool(ToolError::new(message).with_sent(sent)));
     }
-    let details = match result.structured_content {
-        Some(structured) => Some(structured),
-        None if !other.is_empty() => Some(json!({"content": other})),
-        None => None,
-    };
     Ok(ToolOutput {
         text: (!text.is_empty()).then_some(text),
         details,
+        sent: Some(sent),
     })
+}
+
+/// A non-text content block as the model reads it (in details and code cells): an image's or
+/// audio's base64 data, and an embedded resource's blob, become their decoded size in `bytes`;
+/// everything else (a resource link, an embedded resource's text, annotations) stays.
+fn model_view(block: &Value) -> Value {
+    let mut view = block.clone();
+    let Some(object) = view.as_object_mut() else {
+        return view;
+    };
+    match object.get("type").and_then(Value::as_str) {
+        Some("image" | "audio") => {
+            if let Some(Value::String(data)) = object.remove("data") {
+                object.insert("bytes".into(), base64_len(&data).into());
+            }
+        }
+        Some("resource") => {
+            if let Some(resource) = object.get_mut("resource").and_then(Value::as_object_mut)
+                && let Some(Value::String(blob)) = resource.remove("blob")
+            {
+                resource.insert("bytes".into(), base64_len(&blob).into());
+            }
+        }
+        _ => {}
+    }
+    view
+}
+
+/// How many bytes a base64 string decodes to (padding and whitespace aside; not validated).
+fn base64_len(data: &str) -> usize {
+    let digits = data
+        .bytes()
+        .filter(|b| !b.is_ascii_whitespace() && *b != b'=')
+        .count();
+    digits * 3 / 4
 }
 
 /// The executor of one listed MCP tool: the raw name goes upstream.

@@ -27,6 +27,7 @@ mod child;
 mod error;
 mod http;
 pub(crate) mod listing;
+mod resources;
 mod stderr;
 
 use std::collections::HashMap;
@@ -34,9 +35,10 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use rmcp::ClientHandler;
+use rmcp::model::ResourceUpdatedNotificationParam;
 use rmcp::model::{ClientCapabilities, ClientConfig, Implementation, ProgressNotificationParam};
 use rmcp::service::{NotificationContext, Peer, RoleClient, RunningService};
-use tokio::sync::{Notify, watch};
+use tokio::sync::{Notify, broadcast, watch};
 
 use super::ProgressSink;
 use super::bounded::Violation;
@@ -46,6 +48,7 @@ use crate::config::{McpServer, McpTransport};
 use call::McpTool;
 use child::ChildGroup;
 pub use error::UpstreamError;
+use resources::Offered;
 use stderr::exit_reason;
 pub use stderr::{STDERR_NOTE, StderrTail, without_stderr};
 
@@ -72,16 +75,52 @@ pub enum Status {
     Stopped,
 }
 
-/// The client side of one connection: list-changed and progress notifications.
+/// Something a server said changed besides its tools, for `serve` to tell its clients.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Offer {
+    /// A server's resources or resource templates were listed again.
+    ResourcesListed,
+    /// `notifications/resources/updated` from `server` for its own `uri`.
+    ResourceUpdated {
+        /// The server's name.
+        server: String,
+        /// The URI as the server names it.
+        uri: String,
+    },
+}
+
+/// How many [`Offer`]s wait for a slow reader before the oldest are dropped (it then re-reads
+/// the listing).
+pub const OFFERS_BUFFER: usize = 256;
+
+/// The client side of one connection: list-changed, resource and progress notifications.
 #[derive(Clone)]
 struct Events {
+    server: String,
     list_changed: Arc<Notify>,
+    resources_changed: Arc<Notify>,
+    offers: broadcast::Sender<Offer>,
     progress: Arc<Mutex<HashMap<String, ProgressSink>>>,
 }
 
 impl ClientHandler for Events {
     async fn on_tool_list_changed(&self, _context: NotificationContext<RoleClient>) {
         self.list_changed.notify_one();
+    }
+
+    async fn on_resource_list_changed(&self, _context: NotificationContext<RoleClient>) {
+        self.resources_changed.notify_one();
+    }
+
+    async fn on_resource_updated(
+        &self,
+        params: ResourceUpdatedNotificationParam,
+        _context: NotificationContext<RoleClient>,
+    ) {
+        let _ = self.offers.send(Offer::ResourceUpdated {
+            server: self.server.clone(),
+            uri: params.uri,
+        });
     }
 
     async fn on_progress(
@@ -140,6 +179,11 @@ pub struct Upstream {
     peer: Mutex<Option<(u64, Peer<RoleClient>)>>,
     generation: std::sync::atomic::AtomicU64,
     tools: Mutex<Vec<Descriptor>>,
+    /// Its resources and templates, when it offers them.
+    offered: Mutex<Offered>,
+    resources_changed: Arc<Notify>,
+    /// Where resource notifications go (shared by every server of the run).
+    offers: broadcast::Sender<Offer>,
     issues: Mutex<Vec<String>>,
     stderr: Arc<Mutex<StderrTail>>,
     list_changed: Arc<Notify>,
@@ -171,6 +215,7 @@ impl Upstream {
         config: McpServer,
         filters: Filters,
         changed: Arc<Notify>,
+        offers: broadcast::Sender<Offer>,
         supervisor: Option<std::path::PathBuf>,
     ) -> Arc<Upstream> {
         let (status, _) = watch::channel(Status::Starting);
@@ -182,6 +227,9 @@ impl Upstream {
             peer: Mutex::new(None),
             generation: std::sync::atomic::AtomicU64::new(0),
             tools: Mutex::new(Vec::new()),
+            offered: Mutex::new(Offered::default()),
+            resources_changed: Arc::new(Notify::new()),
+            offers,
             issues: Mutex::new(Vec::new()),
             stderr: Arc::new(Mutex::new(StderrTail::default())),
             list_changed: Arc::new(Notify::new()),
@@ -338,6 +386,13 @@ impl Upstream {
                         Err(_) => tracing::warn!(server = %self.config.name, "re-listing timed out"),
                     }
                 }
+                _ = self.resources_changed.notified() => {
+                    tokio::time::sleep(Duration::from_millis(20)).await;
+                    if tokio::time::timeout(self.config.startup_timeout, self.list_resources(&peer)).await.is_err() {
+                        tracing::warn!(server = %self.config.name, "re-listing resources timed out");
+                    }
+                    let _ = self.offers.send(Offer::ResourcesListed);
+                }
                 _ = shutdown.changed() => {
                     if *shutdown.borrow() {
                         return Ended::Stopped;
@@ -350,7 +405,10 @@ impl Upstream {
     /// Starts the transport, shakes hands and lists the tools.
     async fn connect(self: &Arc<Self>) -> Result<Connection, UpstreamError> {
         let events = Events {
+            server: self.config.name.clone(),
             list_changed: self.list_changed.clone(),
+            resources_changed: self.resources_changed.clone(),
+            offers: self.offers.clone(),
             progress: self.progress.clone(),
         };
         let (service, child) = match &self.config.transport {
@@ -373,6 +431,8 @@ impl Upstream {
         if let Err(e) = self.list(&peer).await {
             return Err(self.cut().map_or(e, UpstreamError::Cut));
         }
+        self.list_resources(&peer).await;
+        let _ = self.offers.send(Offer::ResourcesListed);
         let generation = self
             .generation
             .fetch_add(1, std::sync::atomic::Ordering::Relaxed)
