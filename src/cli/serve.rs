@@ -20,7 +20,6 @@ use serde_json::json;
 use super::{CatalogArgs, ConfigArgs, build_session, session, start_upstreams};
 use crate::config::Mode;
 use crate::mcp::Status;
-use crate::mcp::resources::Resources;
 use crate::mcp::serve::{HttpListener, ServeOptions, serve_stdio};
 use crate::mcp::upstream::without_stderr;
 use crate::telemetry::SessionLog;
@@ -228,10 +227,22 @@ pub(super) fn serve(args: ServeArgs) -> Result<ExitCode> {
                         json!({"upstreams": states, "upstream_issues": issues})
                     });
                     listener
-                        .serve(session.clone(), Resources::of(&upstreams), &options, health)
+                        .serve(
+                            session.clone(),
+                            crate::mcp::Federated::of(&upstreams),
+                            &options,
+                            health,
+                        )
                         .await
                 }
-                None => serve_stdio(session.clone(), Resources::of(&upstreams), &options).await,
+                None => {
+                    serve_stdio(
+                        session.clone(),
+                        crate::mcp::Federated::of(&upstreams),
+                        &options,
+                    )
+                    .await
+                }
             };
             session.finish().await;
             upstreams.shutdown().await;

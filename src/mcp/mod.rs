@@ -35,6 +35,7 @@ pub mod bounded;
 pub mod front;
 pub mod ingest;
 pub mod names;
+pub mod prompts;
 pub mod resources;
 pub mod serve;
 pub mod supervise;
@@ -59,6 +60,25 @@ tokio::task_local! {
     /// The progress sink of the MCP request being served on this task, if any: an upstream
     /// call made while it is set forwards the upstream's progress notifications to it.
     pub static PROGRESS: ProgressSink;
+}
+
+/// What `serve` offers of its upstreams besides their tools.
+#[derive(Clone, Default)]
+pub struct Federated {
+    /// Their resources and resource templates.
+    pub resources: resources::Resources,
+    /// Their prompts.
+    pub prompts: prompts::Prompts,
+}
+
+impl Federated {
+    /// What `upstreams` offer.
+    pub fn of(upstreams: &Upstreams) -> Federated {
+        Federated {
+            resources: resources::Resources::of(upstreams),
+            prompts: prompts::Prompts::of(upstreams),
+        }
+    }
 }
 
 /// Installs rustls's ring provider for HTTPS (upstreams and providers); idempotent.

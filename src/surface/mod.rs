@@ -30,7 +30,7 @@
 //! writes nothing (the session records the `auto` decision and the fallback).
 
 mod guidance;
-mod names;
+pub(crate) mod names;
 mod next;
 mod prompt;
 mod recover;

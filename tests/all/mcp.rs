@@ -18,6 +18,8 @@ use crate::support::{BIN, rt};
 
 /// Tool results through `serve` as MCP content.
 mod content;
+/// Prompts through `serve`.
+mod prompts;
 /// Resources through `serve`.
 mod resources;
 

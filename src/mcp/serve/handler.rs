@@ -1,7 +1,7 @@
 //! The MCP server handler over one [`Session`]: `tools/list` (paginated), `tools/call`
 //! answered by [`Session::handle`] and its result's MCP shape, the upstreams' resources
 //! ([`Resources`]: listed, read, subscribed to, their updates relayed to the clients that
-//! subscribed), list-changed and progress notifications, and draining (refusing new calls,
+//! subscribed) and prompts ([`Prompts`]: listed, got), list-changed and progress notifications, and draining (refusing new calls,
 //! waiting for those in flight and for the answers being written).
 //!
 //! Never does: listen, or read a transport (`stdio.rs`, `http.rs`).
@@ -14,10 +14,11 @@ use std::time::Duration;
 use rmcp::handler::server::ServerHandler;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, ErrorData as McpError,
-    Implementation, ListResourceTemplatesResult, ListResourcesResult, ListToolsResult, MetaObject,
-    PaginatedRequestParams, ProgressNotificationParam, ReadResourceRequestParams,
-    ReadResourceResponse, ResourceUpdatedNotificationParam, ResourcesCapability,
-    ServerCapabilities, ServerConfig, SubscribeRequestParams, Tool as McpTool,
+    GetPromptRequestParams, GetPromptResponse, Implementation, ListPromptsResult,
+    ListResourceTemplatesResult, ListResourcesResult, ListToolsResult, MetaObject,
+    PaginatedRequestParams, ProgressNotificationParam, PromptsCapability,
+    ReadResourceRequestParams, ReadResourceResponse, ResourceUpdatedNotificationParam,
+    ResourcesCapability, ServerCapabilities, ServerConfig, SubscribeRequestParams, Tool as McpTool,
     UnsubscribeRequestParams,
 };
 use rmcp::service::{NotificationContext, Peer, RequestContext, RoleServer};
@@ -28,8 +29,9 @@ use super::http::ClientKey;
 use crate::catalog::SentResult;
 use crate::config::Mode;
 use crate::config::input;
+use crate::mcp::prompts::Prompts;
 use crate::mcp::resources::Resources;
-use crate::mcp::{Offer, PROGRESS, ProgressSink};
+use crate::mcp::{Federated, Offer, PROGRESS, ProgressSink};
 use crate::session::{Reply, Session};
 use crate::surface::Format;
 
@@ -38,6 +40,7 @@ use crate::surface::Format;
 pub struct Handler {
     session: Session,
     resources: Resources,
+    prompts: Prompts,
     subscriptions: Arc<Subscriptions>,
     page_size: usize,
     pub(super) drain: Arc<Drain>,
@@ -52,8 +55,9 @@ struct Subscriptions(Mutex<HashMap<(String, String), Subscribers>>);
 type Subscribers = HashMap<Arc<str>, Peer<RoleServer>>;
 
 impl Handler {
-    /// A handler answering with `session`, offering `resources`.
-    pub fn new(session: Session, resources: Resources, options: &ServeOptions) -> Handler {
+    /// A handler answering with `session`, offering what the upstreams offer besides tools.
+    pub fn new(session: Session, federated: Federated, options: &ServeOptions) -> Handler {
+        let Federated { resources, prompts } = federated;
         let subscriptions = Arc::new(Subscriptions::default());
         if let (Some(offers), Ok(runtime)) =
             (resources.offers(), tokio::runtime::Handle::try_current())
@@ -68,6 +72,7 @@ impl Handler {
         Handler {
             session,
             resources,
+            prompts,
             subscriptions,
             page_size: options.page_size.clamp(1, 10_000),
             drain: Arc::new(Drain::default()),
@@ -345,6 +350,11 @@ impl ServerHandler for Handler {
             offered.subscribe = subscribe.then_some(true);
             capabilities.resources = Some(offered);
         }
+        if self.prompts.offered() {
+            let mut offered = PromptsCapability::default();
+            offered.list_changed = Some(true);
+            capabilities.prompts = Some(offered);
+        }
         let mut info = ServerConfig::new(capabilities)
             .with_server_info(Implementation::new("toolsearch", env!("CARGO_PKG_VERSION")));
         let prompt = self.session.system_prompt();
@@ -418,6 +428,34 @@ impl ServerHandler for Handler {
             .read(&request.uri, &self.session.policy())
             .await
             .map(ReadResourceResponse::Complete)
+    }
+
+    async fn list_prompts(
+        &self,
+        request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListPromptsResult, McpError> {
+        let all: Vec<_> = self
+            .prompts
+            .list(&self.session.policy())
+            .into_iter()
+            .map(|named| named.prompt)
+            .collect();
+        let (page, next) = self.page(&all, request.and_then(|r| r.cursor))?;
+        let mut result = ListPromptsResult::with_all_items(page);
+        result.next_cursor = next;
+        Ok(result)
+    }
+
+    async fn get_prompt(
+        &self,
+        request: GetPromptRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<GetPromptResponse, McpError> {
+        self.prompts
+            .get(&request.name, request.arguments, &self.session.policy())
+            .await
+            .map(GetPromptResponse::Complete)
     }
 
     async fn subscribe(
@@ -520,19 +558,35 @@ impl ServerHandler for Handler {
                 }
             }
         });
-        if let (Some(mut offers), (true, _)) = (self.resources.offers(), self.resources.offered()) {
+        let resources = self.resources.offered().0;
+        let prompts = self.prompts.offered();
+        if let (Some(mut offers), true) = (self.resources.offers(), resources || prompts) {
             let peer = context.peer.clone();
             tokio::spawn(async move {
                 use tokio::sync::broadcast::error::RecvError;
                 loop {
-                    match offers.recv().await {
-                        Ok(Offer::ResourcesListed) | Err(RecvError::Lagged(_)) => {
-                            if peer.notify_resource_list_changed().await.is_err() {
-                                break;
+                    let sent = match offers.recv().await {
+                        Ok(Offer::ResourcesListed) if resources => {
+                            peer.notify_resource_list_changed().await
+                        }
+                        Ok(Offer::PromptsListed) if prompts => {
+                            peer.notify_prompt_list_changed().await
+                        }
+                        Err(RecvError::Lagged(_)) => {
+                            if resources {
+                                let _ = peer.notify_resource_list_changed().await;
+                            }
+                            if prompts {
+                                peer.notify_prompt_list_changed().await
+                            } else {
+                                Ok(())
                             }
                         }
-                        Ok(Offer::ResourceUpdated { .. }) => {}
+                        Ok(_) => Ok(()),
                         Err(RecvError::Closed) => break,
+                    };
+                    if sent.is_err() {
+                        break;
                     }
                 }
             });
@@ -568,7 +622,9 @@ async fn relay_updates(
     loop {
         let (server, uri) = match offers.recv().await {
             Ok(Offer::ResourceUpdated { server, uri }) => (server, uri),
-            Ok(Offer::ResourcesListed) | Err(RecvError::Lagged(_)) => continue,
+            Ok(Offer::ResourcesListed | Offer::PromptsListed) | Err(RecvError::Lagged(_)) => {
+                continue;
+            }
             Err(RecvError::Closed) => return,
         };
         let key = (server, uri);

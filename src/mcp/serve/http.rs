@@ -17,8 +17,8 @@ use super::handler::{Answering, Drain, Handler};
 use super::stdio::shutdown_signal;
 use super::{ServeError, ServeOptions};
 use crate::config::input::{self, MAX_MCP_MESSAGE_BYTES};
+use crate::mcp::Federated;
 use crate::mcp::front::{self, Body, respond, rpc_error};
-use crate::mcp::resources::Resources;
 use crate::session::Session;
 
 /// What `/health` reports beside the session's own state: an object whose fields are added
@@ -62,12 +62,12 @@ impl HttpListener {
     pub async fn serve(
         self,
         session: Session,
-        resources: Resources,
+        federated: Federated,
         options: &ServeOptions,
         health: HealthExtra,
     ) -> Result<(), ServeError> {
         let HttpListener { listener, addr } = self;
-        let handler = Handler::new(session.clone(), resources, options);
+        let handler = Handler::new(session.clone(), federated, options);
         let drain = handler.clone();
         let mut manager = LocalSessionManager::default();
         manager.session_config.keep_alive = Some(options.session_idle);

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use super::handler::Handler;
 use super::{ServeError, ServeOptions};
-use crate::mcp::resources::Resources;
+use crate::mcp::Federated;
 use crate::session::Session;
 
 /// Resolves on SIGTERM or Ctrl-C.
@@ -28,11 +28,11 @@ pub async fn shutdown_signal() {
 /// Serves `session` over stdin/stdout until the client disconnects or a signal arrives.
 pub async fn serve_stdio(
     session: Session,
-    resources: Resources,
+    federated: Federated,
     options: &ServeOptions,
 ) -> Result<(), ServeError> {
     use rmcp::ServiceExt;
-    let handler = Handler::new(session, resources, options);
+    let handler = Handler::new(session, federated, options);
     // The client's messages are bounded like an upstream's (`super::bounded`): past a bound the
     // stream is cut with an error naming it.
     let stdin = crate::mcp::bounded::Bounded::new(

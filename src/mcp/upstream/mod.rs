@@ -27,6 +27,7 @@ mod child;
 mod error;
 mod http;
 pub(crate) mod listing;
+mod prompts;
 mod resources;
 mod stderr;
 
@@ -80,6 +81,8 @@ pub enum Status {
 pub enum Offer {
     /// A server's resources or resource templates were listed again.
     ResourcesListed,
+    /// A server's prompts were listed again.
+    PromptsListed,
     /// `notifications/resources/updated` from `server` for its own `uri`.
     ResourceUpdated {
         /// The server's name.
@@ -99,6 +102,7 @@ struct Events {
     server: String,
     list_changed: Arc<Notify>,
     resources_changed: Arc<Notify>,
+    prompts_changed: Arc<Notify>,
     offers: broadcast::Sender<Offer>,
     progress: Arc<Mutex<HashMap<String, ProgressSink>>>,
 }
@@ -110,6 +114,10 @@ impl ClientHandler for Events {
 
     async fn on_resource_list_changed(&self, _context: NotificationContext<RoleClient>) {
         self.resources_changed.notify_one();
+    }
+
+    async fn on_prompt_list_changed(&self, _context: NotificationContext<RoleClient>) {
+        self.prompts_changed.notify_one();
     }
 
     async fn on_resource_updated(
@@ -182,6 +190,7 @@ pub struct Upstream {
     /// Its resources and templates, when it offers them.
     offered: Mutex<Offered>,
     resources_changed: Arc<Notify>,
+    prompts_changed: Arc<Notify>,
     /// Where resource notifications go (shared by every server of the run).
     offers: broadcast::Sender<Offer>,
     issues: Mutex<Vec<String>>,
@@ -229,6 +238,7 @@ impl Upstream {
             tools: Mutex::new(Vec::new()),
             offered: Mutex::new(Offered::default()),
             resources_changed: Arc::new(Notify::new()),
+            prompts_changed: Arc::new(Notify::new()),
             offers,
             issues: Mutex::new(Vec::new()),
             stderr: Arc::new(Mutex::new(StderrTail::default())),
@@ -393,6 +403,13 @@ impl Upstream {
                     }
                     let _ = self.offers.send(Offer::ResourcesListed);
                 }
+                _ = self.prompts_changed.notified() => {
+                    tokio::time::sleep(Duration::from_millis(20)).await;
+                    if tokio::time::timeout(self.config.startup_timeout, self.list_prompts(&peer)).await.is_err() {
+                        tracing::warn!(server = %self.config.name, "re-listing prompts timed out");
+                    }
+                    let _ = self.offers.send(Offer::PromptsListed);
+                }
                 _ = shutdown.changed() => {
                     if *shutdown.borrow() {
                         return Ended::Stopped;
@@ -408,6 +425,7 @@ impl Upstream {
             server: self.config.name.clone(),
             list_changed: self.list_changed.clone(),
             resources_changed: self.resources_changed.clone(),
+            prompts_changed: self.prompts_changed.clone(),
             offers: self.offers.clone(),
             progress: self.progress.clone(),
         };
@@ -432,7 +450,9 @@ impl Upstream {
             return Err(self.cut().map_or(e, UpstreamError::Cut));
         }
         self.list_resources(&peer).await;
+        self.list_prompts(&peer).await;
         let _ = self.offers.send(Offer::ResourcesListed);
+        let _ = self.offers.send(Offer::PromptsListed);
         let generation = self
             .generation
             .fetch_add(1, std::sync::atomic::Ordering::Relaxed)

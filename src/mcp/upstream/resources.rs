@@ -1,4 +1,5 @@
-//! One server's resources and resource templates: listed through every page (up to
+//! One server's resources and resource templates (and the state of what it offers besides
+//! tools, [`Offered`]): listed through every page (up to
 //! [`MAX_RESOURCES_PER_SERVER`] each) when the server says it offers resources, again on its
 //! `notifications/resources/list_changed`, and kept as it sent them; `resources/read`,
 //! `resources/subscribe` and `resources/unsubscribe` forwarded to it.
@@ -30,6 +31,9 @@ pub(super) struct Offered {
     pub(super) subscribe: bool,
     pub(super) resource_list: Arc<[Resource]>,
     pub(super) templates: Arc<[ResourceTemplate]>,
+    /// Whether its `initialize` answer declared `prompts`, and its prompts.
+    pub(super) prompts: bool,
+    pub(super) prompt_list: Arc<[rmcp::model::Prompt]>,
 }
 
 impl Upstream {
@@ -40,7 +44,11 @@ impl Upstream {
             .peer_info()
             .and_then(|info| info.capabilities.resources.clone());
         let Some(capability) = capability else {
-            *lock(&self.offered) = Offered::default();
+            let mut offered = lock(&self.offered);
+            offered.resources = false;
+            offered.subscribe = false;
+            offered.resource_list = Arc::from([]);
+            offered.templates = Arc::from([]);
             return;
         };
         let resources = self
@@ -192,7 +200,7 @@ impl Upstream {
     /// One request on the live connection (waiting for a starting server), bounded by
     /// `callTimeoutMs`: the server's own error as it sent it, any other failure one sentence
     /// naming the server.
-    async fn request(&self, request: ClientRequest) -> Result<ServerResult, ErrorData> {
+    pub(super) async fn request(&self, request: ClientRequest) -> Result<ServerResult, ErrorData> {
         let failed = |message: String| ErrorData::internal_error(message, None);
         let (_, peer) = self
             .ready_peer(None)

@@ -1,7 +1,8 @@
 //! Resources through `serve`, driven by the official Python SDK
 //! (`tests/fixtures/mcp/resources.py`): server-everything's resources (all pages) and template
 //! expansions read through toolsearch as from the server itself, over stdio and HTTP; a denied
-//! server's resources in no answer; a URI two servers both list reachable on each.
+//! server's resources in no answer; a URI two servers both list reachable on each; a
+//! subscription's updates relayed to the client that subscribed.
 
 use std::process::Command;
 
@@ -189,4 +190,28 @@ fn a_uri_two_servers_both_list_stays_reachable_on_each() {
         assert_eq!(through["reads"][&twin], direct["reads"][uri], "{twin}");
         assert_eq!(through["reads"][uri], direct["reads"][uri], "{uri}");
     }
+}
+
+#[test]
+fn a_subscribed_client_gets_the_servers_resource_updates_until_it_unsubscribes() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = config_file(dir.path(), json!({"everything": everything()}));
+    let uri = "demo://resource/static/document/features.md";
+    let serve = json!([BIN, "serve", "--mode", "tools", "--config", config]);
+    let out = Command::new(python())
+        .arg(fixtures().join("subscribe.py"))
+        .args(["--serve", &serve.to_string(), "--uri", uri])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let out: Value = serde_json::from_str(stdout.lines().last().unwrap_or("")).unwrap();
+    assert_eq!(out["updated"][0], uri, "{out}");
+    // Unsubscribed: no further update reaches it, although the server keeps sending for 6 s.
+    assert_eq!(out["after"], json!([]), "{out}");
 }
