@@ -2,14 +2,15 @@
 //! (`tests/fixtures/mcp/resources.py`): server-everything's resources (all pages) and template
 //! expansions read through toolsearch as from the server itself, over stdio and HTTP; a denied
 //! server's resources in no answer; a URI two servers both list reachable on each; a
-//! subscription's updates relayed to the client that subscribed.
+//! subscription's updates relayed to the client that subscribed; nothing declared that no
+//! upstream offers (the filesystem server).
 
 use std::process::Command;
 
 use pretty_assertions::assert_eq;
 use serde_json::{Value, json};
 
-use super::{Serve, config_file, everything, fixtures, python};
+use super::{Serve, config_file, everything, fixtures, module, python};
 use crate::support::BIN;
 
 /// Expansions of server-everything's two templates (text, and a blob).
@@ -214,4 +215,50 @@ fn a_subscribed_client_gets_the_servers_resource_updates_until_it_unsubscribes()
     assert_eq!(out["updated"][0], uri, "{out}");
     // Unsubscribed: no further update reaches it, although the server keeps sending for 6 s.
     assert_eq!(out["after"], json!([]), "{out}");
+}
+
+#[test]
+fn serve_declares_resources_and_prompts_only_when_an_upstream_offers_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let files = dir.path().join("files");
+    std::fs::create_dir(&files).unwrap();
+    std::fs::write(files.join("notes.txt"), "kept").unwrap();
+    let filesystem = json!({
+        "command": "node",
+        "args": [module("@modelcontextprotocol/server-filesystem/dist/index.js"), files.display().to_string()],
+    });
+    // The filesystem server offers tools only: serve in front of it offers no more than it does.
+    let alone = resources(
+        json!({"filesystem": filesystem}),
+        Some(&filesystem),
+        false,
+        &[],
+        &[],
+    );
+    for side in ["direct", "through"] {
+        let capabilities = &alone[side]["capabilities"];
+        assert_eq!(
+            capabilities["resources"],
+            Value::Null,
+            "{side}: {capabilities}"
+        );
+        assert_eq!(
+            capabilities["prompts"],
+            Value::Null,
+            "{side}: {capabilities}"
+        );
+        assert!(capabilities["tools"].is_object(), "{side}: {capabilities}");
+    }
+    // Beside server-everything, over HTTP: exactly everything's resources, read the same.
+    let both = resources(
+        json!({"filesystem": filesystem, "everything": everything()}),
+        Some(&everything()),
+        true,
+        &[],
+        &[],
+    );
+    let (direct, through) = (&both["direct"], &both["through"]);
+    assert_eq!(through["resources"], direct["resources"]);
+    assert_eq!(through["reads"], direct["reads"]);
+    assert!(through["capabilities"]["prompts"].is_object(), "{through}");
 }
