@@ -31,6 +31,7 @@
 //!
 //! Never does: decide what the model sees (the session and surface do) or run tools itself.
 
+pub mod asking;
 pub mod bounded;
 pub mod front;
 pub mod ingest;

@@ -21,6 +21,17 @@ use super::{Bridge, BridgeError, BridgeOp};
 use crate::catalog::FailureKind;
 use crate::gateway::{CallError, Gateway};
 
+tokio::task_local! {
+    /// Set while a cell's `openclaw.tools.call` runs in the gateway.
+    static IN_CELL: ();
+}
+
+/// Whether the current task runs a tool call a code cell made (a tool that would wait on a
+/// person can refuse: the cell's deadline keeps running).
+pub fn in_cell() -> bool {
+    IN_CELL.try_with(|_| ()).is_ok()
+}
+
 /// Turns a gateway error into the text the guest's `Error` carries.
 pub type Wording = Arc<dyn Fn(&CallError) -> String + Send + Sync>;
 
@@ -158,8 +169,8 @@ impl Bridge for GatewayBridge {
                         ),
                     ));
                 };
-                self.gateway
-                    .call(&request)
+                IN_CELL
+                    .scope((), self.gateway.call(&request))
                     .await
                     .into_result()
                     .map(|envelope| envelope.to_json())

@@ -108,7 +108,7 @@ pub(crate) mod lab_hook;
 
 pub use bridge::{Bridge, BridgeError, BridgeOp};
 pub use error::SandboxError;
-pub use gateway::GatewayBridge;
+pub use gateway::{GatewayBridge, in_cell};
 pub use harden::ALLOWED_SYSCALLS;
 pub use limits::{CellOptions, Limits};
 pub use outcome::{

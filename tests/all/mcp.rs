@@ -16,6 +16,8 @@ use toolsearch::{
 
 use crate::support::{BIN, rt};
 
+/// Sampling and elicitation relayed through `serve`.
+mod asking;
 /// Tool results through `serve` as MCP content.
 mod content;
 /// Prompts through `serve`.

@@ -29,6 +29,7 @@ use super::http::ClientKey;
 use crate::catalog::SentResult;
 use crate::config::Mode;
 use crate::config::input;
+use crate::mcp::asking::{CALLER, Caller};
 use crate::mcp::prompts::Prompts;
 use crate::mcp::resources::Resources;
 use crate::mcp::{Federated, Offer, PROGRESS, ProgressSink};
@@ -500,8 +501,12 @@ impl ServerHandler for Handler {
             .unwrap_or_else(|| json!({}));
         // Code cells are scheduled fairly between clients.
         let client = client_key(&context);
-        let call =
-            crate::sandbox::fair::CLIENT.scope(client, self.session.handle(&name, &arguments));
+        // An upstream's requests during the call are relayed to this client.
+        let caller = Caller::new(client.clone(), context.peer.clone(), context.id.clone());
+        let call = CALLER.scope(
+            caller,
+            crate::sandbox::fair::CLIENT.scope(client, self.session.handle(&name, &arguments)),
+        );
         let grace_over = self.drain.grace_over.clone();
         let call = async move {
             tokio::select! {

@@ -153,6 +153,8 @@ impl Upstream {
         let registered = PROGRESS
             .try_with(|sink| lock(&self.progress).insert(token.clone(), sink.clone()))
             .is_ok();
+        // Its requests to the client are relayed to this call's caller until it ends.
+        let _asking = self.calls.register(handle.id.clone());
         let mut cancel = CancelOnDrop {
             peer: Some(peer.clone()),
             id: handle.id.clone(),

@@ -37,11 +37,16 @@ use std::time::Duration;
 
 use rmcp::ClientHandler;
 use rmcp::model::ResourceUpdatedNotificationParam;
-use rmcp::model::{ClientCapabilities, ClientConfig, Implementation, ProgressNotificationParam};
-use rmcp::service::{NotificationContext, Peer, RoleClient, RunningService};
+#[allow(deprecated)] // sampling: see `super::asking`
+use rmcp::model::{
+    ClientConfig, CreateMessageRequestParams, CreateMessageResult, ElicitRequestParams,
+    ElicitResult, ErrorData, Implementation, ProgressNotificationParam,
+};
+use rmcp::service::{NotificationContext, Peer, RequestContext, RoleClient, RunningService};
 use tokio::sync::{Notify, broadcast, watch};
 
 use super::ProgressSink;
+use super::asking::{Answer, Ask, InFlight};
 use super::bounded::Violation;
 use super::ingest::{Filters, Ingested};
 use crate::catalog::Descriptor;
@@ -105,9 +110,60 @@ struct Events {
     prompts_changed: Arc<Notify>,
     offers: broadcast::Sender<Offer>,
     progress: Arc<Mutex<HashMap<String, ProgressSink>>>,
+    /// Its calls in flight, whose callers its requests are relayed to.
+    calls: InFlight,
+    /// How long a relayed request may wait for its answer (the server's `callTimeoutMs`).
+    call_timeout: Duration,
 }
 
 impl ClientHandler for Events {
+    #[allow(deprecated)] // sampling: see `super::asking`
+    async fn create_message(
+        &self,
+        params: CreateMessageRequestParams,
+        context: RequestContext<RoleClient>,
+    ) -> Result<CreateMessageResult, ErrorData> {
+        match self
+            .calls
+            .relay(
+                &self.server,
+                Ask::Sampling(params),
+                &context,
+                self.call_timeout,
+            )
+            .await?
+        {
+            Answer::Sampling(result) => Ok(result),
+            Answer::Elicitation(_) => Err(ErrorData::internal_error(
+                "the client answered sampling/createMessage with an elicitation result",
+                None,
+            )),
+        }
+    }
+
+    async fn create_elicitation(
+        &self,
+        params: ElicitRequestParams,
+        context: RequestContext<RoleClient>,
+    ) -> Result<ElicitResult, ErrorData> {
+        match self
+            .calls
+            .relay(
+                &self.server,
+                Ask::Elicitation(params),
+                &context,
+                self.call_timeout,
+            )
+            .await?
+        {
+            Answer::Elicitation(result) => Ok(result),
+            Answer::Sampling(_) => Err(ErrorData::internal_error(
+                "the client answered elicitation/create with a sampling result",
+                None,
+            )),
+        }
+    }
+
     async fn on_tool_list_changed(&self, _context: NotificationContext<RoleClient>) {
         self.list_changed.notify_one();
     }
@@ -145,7 +201,7 @@ impl ClientHandler for Events {
 
     fn get_info(&self) -> ClientConfig {
         ClientConfig::new(
-            ClientCapabilities::default(),
+            super::asking::declared(),
             Implementation::new("toolsearch", env!("CARGO_PKG_VERSION")),
         )
     }
@@ -197,6 +253,8 @@ pub struct Upstream {
     stderr: Arc<Mutex<StderrTail>>,
     list_changed: Arc<Notify>,
     progress: Arc<Mutex<HashMap<String, ProgressSink>>>,
+    /// Its calls in flight (for relaying its requests to their callers).
+    calls: InFlight,
     /// Told whenever the tools or the status changed (the manager republishes the catalog).
     changed: Arc<Notify>,
     /// Asked by a call whose HTTP transport broke.
@@ -244,6 +302,7 @@ impl Upstream {
             stderr: Arc::new(Mutex::new(StderrTail::default())),
             list_changed: Arc::new(Notify::new()),
             progress: Arc::new(Mutex::new(HashMap::new())),
+            calls: InFlight::default(),
             changed,
             reconnect: Notify::new(),
             violation: Violation::default(),
@@ -428,6 +487,8 @@ impl Upstream {
             prompts_changed: self.prompts_changed.clone(),
             offers: self.offers.clone(),
             progress: self.progress.clone(),
+            calls: self.calls.clone(),
+            call_timeout: self.config.call_timeout,
         };
         let (service, child) = match &self.config.transport {
             McpTransport::Stdio {

@@ -1,0 +1,325 @@
+//! Requests an upstream server sends its client (`sampling/createMessage`,
+//! `elicitation/create`), relayed to the MCP client whose tool call it is.
+//!
+//! Owns: who the caller of the request `serve` is serving on this task is ([`CALLER`], set
+//! by `serve` around a call); the calls in flight on one upstream, by the request id sent
+//! upstream ([`InFlight`]); and which call an upstream's request belongs to — over streamable
+//! HTTP the response stream it arrived on names the call (SEP-2260); over stdio nothing on
+//! the wire does, so it belongs to the one client with calls in flight on that server, and
+//! when two clients have calls there it is refused, never guessed. The bounds of a relay:
+//! [`MAX_ASKS_PER_CALL`] per call, the upstream's `callTimeoutMs` each, and none after the
+//! call ends (a pending one is cancelled at the client). Elicitation from within a code cell
+//! is refused (a person would answer while the cell's deadline runs; see ARCHITECTURE.md).
+//!
+//! Never does: send a request to a client other than the caller; relay what the caller did
+//! not declare it can answer; read or change what is asked or answered.
+
+// Sampling is deprecated by the 2026-07-28 revision (SEP-2577), which rmcp marks; clients of
+// the revisions before it (every one in use today) still ask and answer it.
+#![allow(deprecated)]
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use rmcp::ServiceError;
+use rmcp::model::{
+    CancelledNotificationParam, ClientCapabilities, ClientResult, CreateMessageRequest,
+    CreateMessageRequestParams, CreateMessageResult, ElicitRequest, ElicitRequestParams,
+    ElicitResult, ErrorData, GetExtensions, RequestId, ServerRequest,
+};
+use rmcp::service::{
+    InboundStreamOrigin, OriginatingRequestId, Peer, PeerRequestOptions, RequestContext,
+    RoleClient, RoleServer,
+};
+use tokio_util::sync::CancellationToken;
+
+/// Requests one upstream tool call may have relayed to its caller; a further one is refused
+/// naming this bound.
+pub const MAX_ASKS_PER_CALL: u32 = 64;
+
+/// The MCP client whose request `serve` is serving.
+#[derive(Clone)]
+pub struct Caller {
+    /// Which client (its HTTP session or connection; one over stdio), to tell callers apart.
+    client: Arc<str>,
+    peer: Peer<RoleServer>,
+    /// The client's request being served: a relayed request goes out on its response stream.
+    request: RequestId,
+}
+
+impl Caller {
+    /// The client `client`, reached through `peer`, whose request `request` is being served.
+    pub fn new(client: Arc<str>, peer: Peer<RoleServer>, request: RequestId) -> Caller {
+        Caller {
+            client,
+            peer,
+            request,
+        }
+    }
+
+    fn capabilities(&self) -> ClientCapabilities {
+        self.peer
+            .peer_info()
+            .map(|info| info.capabilities.clone())
+            .unwrap_or_default()
+    }
+}
+
+tokio::task_local! {
+    /// The caller of the MCP request being served on this task, if any: an upstream call made
+    /// while it is set relays the upstream's requests to it.
+    pub static CALLER: Caller;
+}
+
+/// What an upstream asks its client.
+pub enum Ask {
+    /// `sampling/createMessage`.
+    Sampling(CreateMessageRequestParams),
+    /// `elicitation/create`.
+    Elicitation(ElicitRequestParams),
+}
+
+/// What the client answered.
+pub enum Answer {
+    /// To `sampling/createMessage`.
+    Sampling(CreateMessageResult),
+    /// To `elicitation/create`.
+    Elicitation(ElicitResult),
+}
+
+impl Ask {
+    fn method(&self) -> &'static str {
+        match self {
+            Ask::Sampling(_) => "sampling/createMessage",
+            Ask::Elicitation(_) => "elicitation/create",
+        }
+    }
+
+    /// The capability the caller must have declared for this request, if it lacks it.
+    fn missing(&self, capabilities: &ClientCapabilities) -> Option<&'static str> {
+        match self {
+            Ask::Sampling(params) => match &capabilities.sampling {
+                None => Some("sampling"),
+                Some(sampling)
+                    if (params.tools.is_some() || params.tool_choice.is_some())
+                        && sampling.tools.is_none() =>
+                {
+                    Some("sampling.tools")
+                }
+                Some(_) => None,
+            },
+            Ask::Elicitation(params) => match (&capabilities.elicitation, params) {
+                (None, _) => Some("elicitation"),
+                (Some(elicitation), ElicitRequestParams::UrlElicitationParams { .. })
+                    if elicitation.url.is_none() =>
+                {
+                    Some("elicitation.url")
+                }
+                // An empty elicitation capability means forms (the 2025-06-18 form).
+                (Some(elicitation), ElicitRequestParams::FormElicitationParams { .. })
+                    if elicitation.form.is_none() && elicitation.url.is_some() =>
+                {
+                    Some("elicitation.form")
+                }
+                _ => None,
+            },
+        }
+    }
+
+    fn request(self, on: &RequestId) -> ServerRequest {
+        let mut request = match self {
+            Ask::Sampling(params) => {
+                ServerRequest::CreateMessageRequest(CreateMessageRequest::new(params))
+            }
+            Ask::Elicitation(params) => ServerRequest::ElicitRequest(ElicitRequest::new(params)),
+        };
+        request
+            .extensions_mut()
+            .insert(OriginatingRequestId(on.clone()));
+        request
+    }
+}
+
+/// What toolsearch, as a client of its upstreams, declares it can answer: all of it, relayed
+/// (each request is then checked against what its caller declared).
+pub fn declared() -> ClientCapabilities {
+    serde_json::from_value(serde_json::json!({
+        "sampling": {"tools": {}},
+        "elicitation": {"form": {}, "url": {}},
+    }))
+    .unwrap_or_default()
+}
+
+/// One call in flight on an upstream.
+struct Call {
+    caller: Option<Caller>,
+    in_cell: bool,
+    asked: u32,
+    ended: CancellationToken,
+}
+
+/// The calls in flight on one upstream, by the request id sent upstream.
+#[derive(Clone, Default)]
+pub struct InFlight(Arc<Mutex<HashMap<RequestId, Call>>>);
+
+/// A call's place in [`InFlight`]; dropping it (the call answered, failed or was dropped)
+/// removes it and cancels what it still has pending at its caller.
+pub struct Registered {
+    calls: InFlight,
+    id: RequestId,
+    ended: CancellationToken,
+}
+
+impl Drop for Registered {
+    fn drop(&mut self) {
+        lock(&self.calls.0).remove(&self.id);
+        self.ended.cancel();
+    }
+}
+
+impl InFlight {
+    /// Registers the call sent upstream as `id`, made for the task's [`CALLER`] (if any).
+    pub fn register(&self, id: RequestId) -> Registered {
+        let ended = CancellationToken::new();
+        let call = Call {
+            caller: CALLER.try_with(Caller::clone).ok(),
+            in_cell: crate::sandbox::in_cell(),
+            asked: 0,
+            ended: ended.clone(),
+        };
+        lock(&self.0).insert(id.clone(), call);
+        Registered {
+            calls: self.clone(),
+            id,
+            ended,
+        }
+    }
+
+    /// Relays `ask`, which `server` sent in `context`, to the caller of the call it belongs
+    /// to and returns the caller's answer, within `timeout`; refused with a named reason
+    /// otherwise (see the module docs).
+    pub async fn relay(
+        &self,
+        server: &str,
+        ask: Ask,
+        context: &RequestContext<RoleClient>,
+        timeout: Duration,
+    ) -> Result<Answer, ErrorData> {
+        let method = ask.method();
+        let refused = |why: String| {
+            ErrorData::invalid_request(
+                format!("toolsearch did not relay {method} from the MCP server {server:?}: {why}"),
+                None,
+            )
+        };
+        let (caller, ended) = {
+            let mut calls = lock(&self.0);
+            let id = match context.extensions.get::<InboundStreamOrigin>() {
+                Some(InboundStreamOrigin::OutboundRequest(id)) if calls.contains_key(id) => {
+                    id.clone()
+                }
+                Some(_) => {
+                    return Err(refused(
+                        "it was sent outside any call of one of the server's tools".into(),
+                    ));
+                }
+                None => {
+                    // Nothing on the wire says which call it is for: the one client with
+                    // calls in flight, or nobody.
+                    let mut clients = calls
+                        .values()
+                        .map(|call| call.caller.as_ref().map(|c| c.client.clone()));
+                    let Some(first) = clients.next() else {
+                        return Err(refused(
+                            "it was sent outside any call of one of the server's tools".into(),
+                        ));
+                    };
+                    if clients.any(|client| client != first) {
+                        return Err(refused(format!(
+                            "{} calls of different clients are running on it and its transport \
+                             (stdio) does not say which one asked; serve it over streamable HTTP \
+                             to have such requests relayed while calls overlap",
+                            calls.len()
+                        )));
+                    }
+                    calls.keys().next().cloned().unwrap_or(RequestId::Number(0))
+                }
+            };
+            let Some(call) = calls.get_mut(&id) else {
+                return Err(refused("the call it was sent for has ended".into()));
+            };
+            call.asked += 1;
+            if call.asked > MAX_ASKS_PER_CALL {
+                return Err(refused(format!(
+                    "one tool call may relay at most {MAX_ASKS_PER_CALL} requests to its client"
+                )));
+            }
+            let Some(caller) = call.caller.clone() else {
+                return Err(refused(
+                    "the call it was sent for came from no MCP client (toolsearch's own agent \
+                     loop or a library caller), so there is nobody to ask"
+                        .into(),
+                ));
+            };
+            if call.in_cell && matches!(ask, Ask::Elicitation(_)) {
+                return Err(refused(
+                    "the call came from a code cell, whose deadline would run while a person \
+                     answers; call the tool directly (tool_call or its own name) to be asked"
+                        .into(),
+                ));
+            }
+            (caller, call.ended.clone())
+        };
+        if let Some(capability) = ask.missing(&caller.capabilities()) {
+            return Err(refused(format!(
+                "the MCP client that made the call did not declare the {capability} capability"
+            )));
+        }
+        let mut options = PeerRequestOptions::no_options();
+        options.timeout = Some(timeout);
+        let handle = caller
+            .peer
+            .send_request_with_option(ask.request(&caller.request), options)
+            .await
+            .map_err(|e| refused(format!("the client could not be reached ({e})")))?;
+        let (peer, id) = (handle.peer.clone(), handle.id.clone());
+        let cancel = |reason: &str| {
+            let (peer, id, reason) = (peer.clone(), id.clone(), reason.to_string());
+            tokio::spawn(async move {
+                let _ = peer
+                    .notify_cancelled(CancelledNotificationParam::new(Some(id), Some(reason)))
+                    .await;
+            });
+        };
+        let answer = tokio::select! {
+            answer = handle.await_response() => answer,
+            _ = ended.cancelled() => {
+                cancel("the tool call it was asked for ended");
+                return Err(refused("the tool call it was sent for ended".into()));
+            }
+            _ = context.ct.cancelled() => {
+                cancel("the MCP server that asked cancelled it");
+                return Err(refused("the server cancelled it".into()));
+            }
+        };
+        match answer {
+            Ok(ClientResult::CreateMessageResult(result)) => Ok(Answer::Sampling(*result)),
+            Ok(ClientResult::ElicitResult(result)) => Ok(Answer::Elicitation(result)),
+            Ok(_) => Err(refused("the client answered with something else".into())),
+            // The client's own error goes back as it is.
+            Err(ServiceError::McpError(error)) => Err(error),
+            Err(ServiceError::Timeout { timeout }) => Err(refused(format!(
+                "the client did not answer within {} ms (the server's callTimeoutMs)",
+                timeout.as_millis()
+            ))),
+            Err(e) => Err(refused(format!("the client could not be reached ({e})"))),
+        }
+    }
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}

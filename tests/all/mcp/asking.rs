@@ -1,0 +1,257 @@
+//! An upstream tool that asks its client something (sampling, elicitation) through `serve`,
+//! driven by the official Python SDK (`tests/fixtures/mcp/asking.py`) against our conformance
+//! test server: the request reaches the client that made the call and its answer the server,
+//! in direct and tools mode and from a code cell; a client without the capability gets the
+//! named error; two clients calling at once each receive only their own requests.
+
+use std::net::{TcpListener, TcpStream};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use pretty_assertions::assert_eq;
+use serde_json::{Value, json};
+
+use super::{Serve, config_file, fixtures, python};
+use crate::support::BIN;
+
+/// Our conformance test server over stdio.
+fn over_stdio() -> Value {
+    json!({
+        "command": fixtures().join(".venv/bin/python"),
+        "args": [fixtures().join("servers/conformance_server.py"), "--stdio"],
+    })
+}
+
+/// Our conformance test server over streamable HTTP, killed on drop.
+struct OverHttp {
+    child: Child,
+    url: String,
+}
+
+impl OverHttp {
+    fn start() -> OverHttp {
+        let port = TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let child = Command::new(fixtures().join(".venv/bin/python"))
+            .arg(fixtures().join("servers/conformance_server.py"))
+            .args(["--http", &port.to_string()])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let started = Instant::now();
+        while TcpStream::connect(("127.0.0.1", port)).is_err() {
+            assert!(started.elapsed() < Duration::from_secs(30), "no server");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        OverHttp {
+            child,
+            url: format!("http://127.0.0.1:{port}/mcp"),
+        }
+    }
+}
+
+impl Drop for OverHttp {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// The clients of `asking.py` against `serve --mode MODE` over `upstream` (named `conf`), over
+/// HTTP when `http`; each client's view by its tag.
+fn ask(upstream: Value, mode: &str, http: bool, clients: Value) -> Value {
+    let dir = tempfile::tempdir().unwrap();
+    let config = config_file(dir.path(), json!({"conf": upstream}));
+    let mut client = Command::new(python());
+    client
+        .arg(fixtures().join("asking.py"))
+        .args(["--clients", &clients.to_string()]);
+    let _serve = if http {
+        let serve = Serve::http(&config, mode, &[]);
+        client.args(["--http", serve.url.as_deref().unwrap()]);
+        Some(serve)
+    } else {
+        let serve = json!([BIN, "serve", "--mode", mode, "--config", config]);
+        client.args(["--serve", &serve.to_string()]);
+        None
+    };
+    let out = client.output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    serde_json::from_str(stdout.lines().last().unwrap_or("")).unwrap()
+}
+
+/// A client calling `tool` with `arguments` in `mode`: directly by name, through `tool_call`,
+/// or from a code cell.
+fn client(tag: &str, mode: &str, tool: &str, arguments: Value) -> Value {
+    let id = format!("mcp:conf:{tool}");
+    let (name, arguments) = match mode {
+        "direct" => (tool.to_string(), arguments),
+        "tools" => ("tool_call".into(), json!({"id": id, "args": arguments})),
+        _ => (
+            "tool_search_code".into(),
+            json!({"code": format!("return await openclaw.tools.call({id:?}, {arguments})")}),
+        ),
+    };
+    json!({"tag": tag, "tool": name, "arguments": arguments, "sampling": true, "elicitation": true})
+}
+
+/// The text of a tool result (a code cell's value is inside its JSON).
+fn text(out: &Value) -> String {
+    assert_eq!(out["error"], Value::Null, "{out}");
+    out["result"]["content"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|block| block["text"].as_str())
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+#[test]
+fn an_upstream_tool_that_samples_or_elicits_completes_through_serve() {
+    // serve over stdio in front of the server over stdio, and over HTTP in front of it over
+    // HTTP (two clients of one serve calling at once: see the last test for stdio).
+    let over_http = OverHttp::start();
+    for (mode, http) in [
+        ("direct", false),
+        ("tools", false),
+        ("direct", true),
+        ("tools", true),
+    ] {
+        let clients = json!([
+            client(
+                "a",
+                mode,
+                "test_sampling",
+                json!({"prompt": "What is 2+2?"})
+            ),
+            client(
+                "b",
+                mode,
+                "test_elicitation",
+                json!({"message": "Who are you?"})
+            ),
+        ]);
+        let upstream = if http {
+            json!({"url": over_http.url})
+        } else {
+            over_stdio()
+        };
+        let out = ask(upstream, mode, http, clients);
+        let (a, b) = (&out["a"], &out["b"]);
+        // The client was asked what the server asked, and the server got the client's answer.
+        assert_eq!(a["asked"][0]["method"], "sampling/createMessage", "{mode}");
+        assert_eq!(
+            a["asked"][0]["params"]["messages"][0]["content"]["text"],
+            "What is 2+2?"
+        );
+        assert_eq!(
+            text(a),
+            "LLM response: answer from a (What is 2+2?)",
+            "{mode} http {http}"
+        );
+        assert_eq!(b["asked"][0]["method"], "elicitation/create", "{mode}");
+        assert_eq!(b["asked"][0]["params"]["message"], "Who are you?");
+        let said = text(b);
+        assert!(
+            said.starts_with("User response: action=accept, content=")
+                && said.contains(r#""username": "b""#),
+            "{mode}: {said}"
+        );
+    }
+}
+
+#[test]
+fn a_code_cells_call_relays_sampling_and_refuses_elicitation_naming_why() {
+    let clients = json!([
+        client("a", "code", "test_sampling", json!({"prompt": "Say hi"})),
+        client(
+            "b",
+            "code",
+            "test_elicitation",
+            json!({"message": "Who are you?"})
+        ),
+    ]);
+    let out = ask(over_stdio(), "code", false, clients);
+    assert!(
+        text(&out["a"]).contains("LLM response: answer from a (Say hi)"),
+        "{}",
+        text(&out["a"])
+    );
+    // The elicitation never reached the client: the server was told why.
+    assert_eq!(out["b"]["asked"], json!([]));
+    let b = text(&out["b"]);
+    assert!(b.contains("elicitation/create"), "{b}");
+    assert!(b.contains("code cell"), "{b}");
+}
+
+#[test]
+fn a_client_without_the_capability_gets_an_error_naming_it() {
+    let mut sampler = client("a", "tools", "test_sampling", json!({"prompt": "x"}));
+    sampler["sampling"] = json!(false);
+    let mut elicited = client("b", "tools", "test_elicitation", json!({"message": "y"}));
+    elicited["elicitation"] = json!(false);
+    let out = ask(over_stdio(), "tools", false, json!([sampler, elicited]));
+    for (tag, capability) in [("a", "sampling"), ("b", "elicitation")] {
+        let said = text(&out[tag]);
+        assert_eq!(out[tag]["asked"], json!([]), "{tag}");
+        assert!(
+            said.contains(&format!("did not declare the {capability} capability")),
+            "{tag}: {said}"
+        );
+        assert_eq!(out[tag]["result"]["isError"], true, "{tag}: {said}");
+    }
+}
+
+#[test]
+fn two_clients_calling_at_once_each_receive_only_their_own_requests() {
+    // Over HTTP the stream a request arrives on names its call: both are relayed, each to its
+    // own caller, while the calls overlap (each client answers after 1 s).
+    let upstream = OverHttp::start();
+    let mut clients = Vec::new();
+    for tag in ["a", "b"] {
+        let mut spec = client(
+            tag,
+            "tools",
+            "test_sampling",
+            json!({"prompt": format!("for {tag}")}),
+        );
+        spec["delay"] = json!(1.0);
+        clients.push(spec);
+    }
+    clients[1]["start_after"] = json!(0.3);
+    let out = ask(json!({"url": upstream.url}), "tools", true, json!(clients));
+    for tag in ["a", "b"] {
+        let asked = &out[tag]["asked"];
+        assert_eq!(asked.as_array().unwrap().len(), 1, "{tag}: {asked}");
+        assert_eq!(
+            asked[0]["params"]["messages"][0]["content"]["text"],
+            format!("for {tag}")
+        );
+        assert_eq!(
+            text(&out[tag]),
+            format!("LLM response: answer from {tag} (for {tag})")
+        );
+    }
+    // Over stdio nothing on the wire says which call a request is for: the second client's
+    // request, sent while the first client's call runs, is refused rather than guessed.
+    let out = ask(over_stdio(), "tools", true, json!(clients));
+    assert_eq!(
+        text(&out["a"]),
+        "LLM response: answer from a (for a)",
+        "{out}"
+    );
+    assert_eq!(out["b"]["asked"], json!([]), "{out}");
+    let b = text(&out["b"]);
+    assert!(b.contains("does not say which one asked"), "{b}");
+}
