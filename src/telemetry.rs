@@ -7,6 +7,8 @@
 //!   called; whether the result came from a core/plugin, MCP or client tool. Records carry
 //!   ids, counts, sizes and durations — never arguments, results or query text.
 //!
+//! - [`own_messages`]: toolsearch's own log events, for `serve` to relay to its clients.
+//!
 //! Bounds: at most [`MAX_RECORDS`] records per log (then one `truncated` record and silence)
 //! and at most [`MAX_FIELD_CHARS`] characters per string field.
 
@@ -304,16 +306,110 @@ pub fn terminal_safe(s: &str) -> std::borrow::Cow<'_, str> {
 /// more than once. Every log line goes through [`LogWriter`]: untrusted text in any field (a
 /// tool name, an MCP server's message, a library's error) is made [`terminal_safe`], a line is
 /// at most [`MAX_LOG_LINE_BYTES`], and a stderr that nobody reads never stalls the process.
+///
+/// The same events of toolsearch's own modules are also offered to [`own_messages`] (for
+/// `serve` to relay to its clients as MCP log messages).
 pub fn init_stderr_logging() {
+    use tracing_subscriber::layer::SubscriberExt;
+    use tracing_subscriber::util::SubscriberInitExt;
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
-    let _ = tracing_subscriber::fmt()
-        .with_env_filter(filter)
+    let stderr = tracing_subscriber::fmt::layer()
         .with_writer(|| LogWriter)
         // Colour codes would be removed by the filter anyway.
         .with_ansi(false)
-        .with_target(false)
+        .with_target(false);
+    let _ = tracing_subscriber::registry()
+        .with(filter)
+        .with(stderr)
+        .with(OwnMessages)
         .try_init();
+}
+
+/// One of toolsearch's own log events: its level and its text (the message, then its other
+/// fields as `name=value`), untrusted parts as they were logged.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OwnMessage {
+    /// The event's level.
+    pub level: tracing::Level,
+    /// The event's text, at most [`MAX_LOG_LINE_BYTES`].
+    pub text: String,
+}
+
+/// Own messages that wait for a slow reader before the oldest are dropped.
+pub const OWN_MESSAGES_BUFFER: usize = 64;
+
+fn own_channel() -> &'static tokio::sync::broadcast::Sender<OwnMessage> {
+    static CHANNEL: std::sync::OnceLock<tokio::sync::broadcast::Sender<OwnMessage>> =
+        std::sync::OnceLock::new();
+    CHANNEL.get_or_init(|| tokio::sync::broadcast::channel(OWN_MESSAGES_BUFFER).0)
+}
+
+/// A receiver of toolsearch's own log events that pass the log filter (`RUST_LOG`; default:
+/// warnings), from the modules of this crate only, once [`init_stderr_logging`] ran.
+pub fn own_messages() -> tokio::sync::broadcast::Receiver<OwnMessage> {
+    own_channel().subscribe()
+}
+
+/// The layer that offers this crate's events to [`own_messages`].
+struct OwnMessages;
+
+impl<S: tracing::Subscriber> tracing_subscriber::Layer<S> for OwnMessages {
+    fn on_event(
+        &self,
+        event: &tracing::Event<'_>,
+        _context: tracing_subscriber::layer::Context<'_, S>,
+    ) {
+        let metadata = event.metadata();
+        if !metadata.target().starts_with(env!("CARGO_CRATE_NAME")) {
+            return;
+        }
+        let channel = own_channel();
+        if channel.receiver_count() == 0 {
+            return;
+        }
+        let mut text = OwnText::default();
+        event.record(&mut text);
+        let mut text = text.0;
+        if text.len() > MAX_LOG_LINE_BYTES {
+            let mut end = MAX_LOG_LINE_BYTES;
+            while !text.is_char_boundary(end) {
+                end -= 1;
+            }
+            text.truncate(end);
+        }
+        let _ = channel.send(OwnMessage {
+            level: *metadata.level(),
+            text,
+        });
+    }
+}
+
+/// An event's message first, then its other fields.
+#[derive(Default)]
+struct OwnText(String);
+
+impl tracing::field::Visit for OwnText {
+    fn record_debug(&mut self, field: &tracing::field::Field, value: &dyn std::fmt::Debug) {
+        use std::fmt::Write as _;
+        if field.name() == "message" {
+            let rest = std::mem::take(&mut self.0);
+            let _ = write!(self.0, "{value:?}");
+            if !rest.is_empty() {
+                self.0.push(' ');
+                self.0.push_str(&rest);
+            }
+        } else {
+            if !self.0.is_empty() {
+                self.0.push(' ');
+            }
+            let _ = write!(self.0, "{}={value:?}", field.name());
+        }
+    }
+
+    fn record_str(&mut self, field: &tracing::field::Field, value: &str) {
+        self.record_debug(field, &format_args!("{value}"));
+    }
 }
 
 /// Longest log line written (bytes); a longer one is cut, saying how long it was.

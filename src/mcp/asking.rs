@@ -1,5 +1,6 @@
 //! Requests an upstream server sends its client (`sampling/createMessage`,
-//! `elicitation/create`), relayed to the MCP client whose tool call it is.
+//! `elicitation/create`), relayed to the MCP client whose tool call it is; and its log messages
+//! (`notifications/message`), relayed to that client at the level it set.
 //!
 //! Owns: who the caller of the request `serve` is serving on this task is ([`CALLER`], set
 //! by `serve` around a call); the calls in flight on one upstream, by the request id sent
@@ -10,12 +11,15 @@
 //! [`MAX_ASKS_PER_CALL`] per call, the upstream's `callTimeoutMs` each, and none after the
 //! call ends (a pending one is cancelled at the client). Elicitation from within a code cell
 //! is refused (a person would answer while the cell's deadline runs; see ARCHITECTURE.md).
+//! A log message carries no stream association even over HTTP: it goes to the one client with
+//! calls in flight on that server, tagged with the server as its logger, if the client's level
+//! admits it; otherwise it is not relayed.
 //!
 //! Never does: send a request to a client other than the caller; relay what the caller did
 //! not declare it can answer; read or change what is asked or answered.
 
-// Sampling is deprecated by the 2026-07-28 revision (SEP-2577), which rmcp marks; clients of
-// the revisions before it (every one in use today) still ask and answer it.
+// Sampling and logging are deprecated by the 2026-07-28 revision (SEP-2577), which rmcp marks;
+// clients of the revisions before it (every one in use today) still use them.
 #![allow(deprecated)]
 
 use std::collections::HashMap;
@@ -26,7 +30,8 @@ use rmcp::ServiceError;
 use rmcp::model::{
     CancelledNotificationParam, ClientCapabilities, ClientResult, CreateMessageRequest,
     CreateMessageRequestParams, CreateMessageResult, ElicitRequest, ElicitRequestParams,
-    ElicitResult, ErrorData, GetExtensions, RequestId, ServerRequest,
+    ElicitResult, ErrorData, GetExtensions, LoggingLevel, LoggingMessageNotificationParam,
+    RequestId, ServerRequest,
 };
 use rmcp::service::{
     InboundStreamOrigin, OriginatingRequestId, Peer, PeerRequestOptions, RequestContext,
@@ -46,16 +51,54 @@ pub struct Caller {
     peer: Peer<RoleServer>,
     /// The client's request being served: a relayed request goes out on its response stream.
     request: RequestId,
+    /// The level the client set.
+    level: Arc<ClientLevel>,
+}
+
+/// The level an MCP client asked for with `logging/setLevel` (until it does, every message is
+/// relayed).
+#[derive(Debug, Default)]
+pub struct ClientLevel(Mutex<Option<LoggingLevel>>);
+
+impl ClientLevel {
+    /// `logging/setLevel`; whether it is the client's first.
+    pub fn set(&self, level: LoggingLevel) -> bool {
+        lock(&self.0).replace(level).is_none()
+    }
+
+    /// Whether a message at `level` is relayed.
+    pub fn admits(&self, level: LoggingLevel) -> bool {
+        lock(&self.0).is_none_or(|least| level as u8 >= least as u8)
+    }
 }
 
 impl Caller {
     /// The client `client`, reached through `peer`, whose request `request` is being served.
-    pub fn new(client: Arc<str>, peer: Peer<RoleServer>, request: RequestId) -> Caller {
+    pub fn new(
+        client: Arc<str>,
+        peer: Peer<RoleServer>,
+        request: RequestId,
+        level: Arc<ClientLevel>,
+    ) -> Caller {
         Caller {
             client,
             peer,
             request,
+            level,
         }
+    }
+
+    /// Relays `server`'s log message if the client's level admits it, the server named as its
+    /// logger (`<server>` or `<server>/<logger>`).
+    pub async fn log(&self, server: &str, mut params: LoggingMessageNotificationParam) {
+        if !self.level.admits(params.level) {
+            return;
+        }
+        params.logger = Some(match params.logger.take() {
+            Some(logger) => format!("{server}/{logger}"),
+            None => server.to_string(),
+        });
+        let _ = self.peer.notify_logging_message(params).await;
     }
 
     fn capabilities(&self) -> ClientCapabilities {
@@ -194,6 +237,17 @@ impl InFlight {
             id,
             ended,
         }
+    }
+
+    /// The one client with calls in flight here (none: no call, or calls of several clients).
+    pub fn sole_caller(&self) -> Option<Caller> {
+        let calls = lock(&self.0);
+        let mut callers = calls.values().map(|call| call.caller.as_ref());
+        let first = callers.next()??;
+        if callers.any(|caller| caller.is_none_or(|caller| caller.client != first.client)) {
+            return None;
+        }
+        Some(first.clone())
     }
 
     /// Relays `ask`, which `server` sent in `context`, to the caller of the call it belongs

@@ -81,6 +81,20 @@ impl Prompts {
             .collect()
     }
 
+    /// Whether some server offers argument completion (of its prompts or templates).
+    pub fn offers_completions(&self) -> bool {
+        self.servers
+            .iter()
+            .any(|server| server.offers_completions())
+    }
+
+    /// The visible prompt a client knows as `name`.
+    pub fn named(&self, name: &str, policy: &Policy) -> Option<Named> {
+        self.list(policy)
+            .into_iter()
+            .find(|named| named.prompt.name == name)
+    }
+
     /// `prompts/get` of the prompt a client knows as `name`; the server's answer as it sent
     /// it. An unknown or denied name is the same "unknown prompt" error.
     pub async fn get(
@@ -89,11 +103,7 @@ impl Prompts {
         arguments: Option<JsonObject>,
         policy: &Policy,
     ) -> Result<GetPromptResult, ErrorData> {
-        let Some(named) = self
-            .list(policy)
-            .into_iter()
-            .find(|named| named.prompt.name == name)
-        else {
+        let Some(named) = self.named(name, policy) else {
             return Err(ErrorData::invalid_params(
                 format!(
                     "unknown prompt {:?}: list prompts for the names there are",

@@ -110,6 +110,20 @@ impl Resources {
             .collect()
     }
 
+    /// The first server, in config order, with the visible template `uri_template`.
+    pub fn template_owner(&self, uri_template: &str, policy: &Policy) -> Option<Arc<Upstream>> {
+        self.servers
+            .iter()
+            .find(|server| {
+                allows(policy, server.name(), uri_template)
+                    && server
+                        .resource_templates()
+                        .iter()
+                        .any(|t| t.uri_template == uri_template)
+            })
+            .cloned()
+    }
+
     /// The server `uri` (as a client names it) belongs to, and the URI as that server names
     /// it; an unknown or denied URI is the same "not found" error.
     pub fn route(&self, uri: &str, policy: &Policy) -> Result<(Arc<Upstream>, String), ErrorData> {

@@ -22,6 +22,8 @@ mod asking;
 mod content;
 /// Prompts through `serve`.
 mod prompts;
+/// Logging and completion through `serve`.
+mod relays;
 /// Resources through `serve`.
 mod resources;
 

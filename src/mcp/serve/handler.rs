@@ -13,13 +13,13 @@ use std::time::Duration;
 
 use rmcp::handler::server::ServerHandler;
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, ErrorData as McpError,
-    GetPromptRequestParams, GetPromptResponse, Implementation, ListPromptsResult,
-    ListResourceTemplatesResult, ListResourcesResult, ListToolsResult, MetaObject,
-    PaginatedRequestParams, ProgressNotificationParam, PromptsCapability,
-    ReadResourceRequestParams, ReadResourceResponse, ResourceUpdatedNotificationParam,
-    ResourcesCapability, ServerCapabilities, ServerConfig, SubscribeRequestParams, Tool as McpTool,
-    UnsubscribeRequestParams,
+    CallToolRequestParams, CallToolResponse, CallToolResult, CompleteRequestParams, CompleteResult,
+    ContentBlock, ErrorData as McpError, GetPromptRequestParams, GetPromptResponse, Implementation,
+    JsonObject, ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult,
+    ListToolsResult, MetaObject, PaginatedRequestParams, ProgressNotificationParam,
+    PromptReference, PromptsCapability, ReadResourceRequestParams, ReadResourceResponse, Reference,
+    ResourceUpdatedNotificationParam, ResourcesCapability, ServerCapabilities, ServerConfig,
+    SubscribeRequestParams, Tool as McpTool, UnsubscribeRequestParams,
 };
 use rmcp::service::{NotificationContext, Peer, RequestContext, RoleServer};
 use serde_json::{Value, json};
@@ -29,7 +29,7 @@ use super::http::ClientKey;
 use crate::catalog::SentResult;
 use crate::config::Mode;
 use crate::config::input;
-use crate::mcp::asking::{CALLER, Caller};
+use crate::mcp::asking::{CALLER, Caller, ClientLevel};
 use crate::mcp::prompts::Prompts;
 use crate::mcp::resources::Resources;
 use crate::mcp::{Federated, Offer, PROGRESS, ProgressSink};
@@ -45,6 +45,9 @@ pub struct Handler {
     subscriptions: Arc<Subscriptions>,
     page_size: usize,
     pub(super) drain: Arc<Drain>,
+    /// The level this handler's client set with `logging/setLevel` (one handler per client:
+    /// [`Handler::for_client`]).
+    level: Arc<ClientLevel>,
 }
 
 /// Who subscribed to which resource: per (server, the server's own URI), each subscribed
@@ -77,6 +80,16 @@ impl Handler {
             subscriptions,
             page_size: options.page_size.clamp(1, 10_000),
             drain: Arc::new(Drain::default()),
+            level: Arc::default(),
+        }
+    }
+
+    /// This handler for a new client (an HTTP session): everything shared but the client's
+    /// own logging level.
+    pub fn for_client(&self) -> Handler {
+        Handler {
+            level: Arc::default(),
+            ..self.clone()
         }
     }
 
@@ -356,6 +369,11 @@ impl ServerHandler for Handler {
             offered.list_changed = Some(true);
             capabilities.prompts = Some(offered);
         }
+        if self.prompts.offers_completions() {
+            capabilities.completions = Some(JsonObject::new());
+        }
+        // Upstreams' log messages are relayed to the client whose call they come during.
+        capabilities.logging = Some(JsonObject::new());
         let mut info = ServerConfig::new(capabilities)
             .with_server_info(Implementation::new("toolsearch", env!("CARGO_PKG_VERSION")));
         let prompt = self.session.system_prompt();
@@ -363,6 +381,69 @@ impl ServerHandler for Handler {
             info = info.with_instructions(prompt);
         }
         info
+    }
+
+    #[allow(deprecated)] // logging: see `crate::mcp::asking`
+    async fn set_level(
+        &self,
+        request: rmcp::model::SetLevelRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), McpError> {
+        // From the first level on, toolsearch's own log messages are relayed too.
+        if self.level.set(request.level) {
+            tokio::spawn(relay_own_messages(context.peer.clone(), self.level.clone()));
+        }
+        Ok(())
+    }
+
+    async fn complete(
+        &self,
+        request: CompleteRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<CompleteResult, McpError> {
+        let policy = self.session.policy();
+        let (server, reference) = match &request.r#ref {
+            Reference::Prompt(prompt) => {
+                let Some(named) = self.prompts.named(&prompt.name, &policy) else {
+                    return Err(McpError::invalid_params(
+                        format!(
+                            "unknown prompt {:?}: list prompts for the names there are",
+                            input::echo(&prompt.name)
+                        ),
+                        None,
+                    ));
+                };
+                let mut own = PromptReference::new(named.own);
+                own.title = prompt.title.clone();
+                (named.server, Reference::Prompt(own))
+            }
+            Reference::Resource(template) => {
+                let Some(server) = self.resources.template_owner(&template.uri, &policy) else {
+                    return Err(McpError::invalid_params(
+                        format!(
+                            "unknown resource template {:?}: list resource templates for the \
+                             ones there are",
+                            input::echo(&template.uri)
+                        ),
+                        None,
+                    ));
+                };
+                (server, Reference::Resource(template.clone()))
+            }
+            _ => {
+                return Err(McpError::invalid_params(
+                    "completion/complete: a ref is ref/prompt or ref/resource",
+                    None,
+                ));
+            }
+        };
+        if !server.offers_completions() {
+            // Nothing to suggest: the owner does not complete arguments.
+            return Ok(CompleteResult::default());
+        }
+        let mut request = request;
+        request.r#ref = reference;
+        server.complete(request).await
     }
 
     async fn list_tools(
@@ -502,7 +583,12 @@ impl ServerHandler for Handler {
         // Code cells are scheduled fairly between clients.
         let client = client_key(&context);
         // An upstream's requests during the call are relayed to this client.
-        let caller = Caller::new(client.clone(), context.peer.clone(), context.id.clone());
+        let caller = Caller::new(
+            client.clone(),
+            context.peer.clone(),
+            context.id.clone(),
+            self.level.clone(),
+        );
         let call = CALLER.scope(
             caller,
             crate::sandbox::fair::CLIENT.scope(client, self.session.handle(&name, &arguments)),
@@ -613,6 +699,39 @@ fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     mutex
         .lock()
         .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// Relays toolsearch's own log messages to one client at the level it set, as logger
+/// `toolsearch`, until the client is gone.
+#[allow(deprecated)] // logging: see `crate::mcp::asking`
+async fn relay_own_messages(peer: Peer<RoleServer>, level: Arc<ClientLevel>) {
+    use rmcp::model::{LoggingLevel, LoggingMessageNotificationParam};
+    use tokio::sync::broadcast::error::RecvError;
+    let mut own = crate::telemetry::own_messages();
+    loop {
+        let message = match own.recv().await {
+            Ok(message) => message,
+            Err(RecvError::Lagged(_)) => continue,
+            Err(RecvError::Closed) => break,
+        };
+        if peer.is_transport_closed() {
+            break;
+        }
+        let at = match message.level {
+            tracing::Level::ERROR => LoggingLevel::Error,
+            tracing::Level::WARN => LoggingLevel::Warning,
+            tracing::Level::INFO => LoggingLevel::Info,
+            _ => LoggingLevel::Debug,
+        };
+        if !level.admits(at) {
+            continue;
+        }
+        let params = LoggingMessageNotificationParam::new(at, Value::String(message.text))
+            .with_logger("toolsearch");
+        if peer.notify_logging_message(params).await.is_err() {
+            break;
+        }
+    }
 }
 
 /// Relays each `notifications/resources/updated` to the clients subscribed to that resource,

@@ -98,7 +98,7 @@ impl HttpListener {
             .with_max_request_body_bytes(MAX_MCP_MESSAGE_BYTES);
         config.cancellation_token = cancel.clone();
         let service = Arc::new(StreamableHttpService::new(
-            move || Ok(handler.clone()),
+            move || Ok(handler.for_client()),
             manager.clone(),
             config,
         ));

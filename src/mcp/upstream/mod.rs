@@ -20,10 +20,12 @@
 //! Layout: this file (the server's state, its supervisor loop and connection), `child.rs` (a
 //! stdio server's process and its supervisor), `http.rs` (a streamable-HTTP connection),
 //! `listing.rs` (`tools/list` through every page), `stderr.rs` (the bounded stderr tail),
-//! `call.rs` (a tool call and its cancellation), `error.rs` ([`UpstreamError`]).
+//! `call.rs` (a tool call and its cancellation), `prompts.rs` and `resources.rs` (what it offers
+//! besides tools), `completion.rs` (argument completion), `error.rs` ([`UpstreamError`]).
 
 mod call;
 mod child;
+mod completion;
 mod error;
 mod http;
 pub(crate) mod listing;
@@ -40,7 +42,8 @@ use rmcp::model::ResourceUpdatedNotificationParam;
 #[allow(deprecated)] // sampling: see `super::asking`
 use rmcp::model::{
     ClientConfig, CreateMessageRequestParams, CreateMessageResult, ElicitRequestParams,
-    ElicitResult, ErrorData, Implementation, ProgressNotificationParam,
+    ElicitResult, ErrorData, Implementation, LoggingMessageNotificationParam,
+    ProgressNotificationParam,
 };
 use rmcp::service::{NotificationContext, Peer, RequestContext, RoleClient, RunningService};
 use tokio::sync::{Notify, broadcast, watch};
@@ -117,6 +120,22 @@ struct Events {
 }
 
 impl ClientHandler for Events {
+    #[allow(deprecated)] // logging: see `super::asking`
+    async fn on_logging_message(
+        &self,
+        params: LoggingMessageNotificationParam,
+        _context: NotificationContext<RoleClient>,
+    ) {
+        match self.calls.sole_caller() {
+            Some(caller) => caller.log(&self.server, params).await,
+            None => tracing::debug!(
+                server = %self.server,
+                message = ?crate::config::input::echo(&params.data.to_string()),
+                "a log message of an MCP server was not relayed: no single client has calls on it"
+            ),
+        }
+    }
+
     #[allow(deprecated)] // sampling: see `super::asking`
     async fn create_message(
         &self,
@@ -510,6 +529,7 @@ impl Upstream {
         if let Err(e) = self.list(&peer).await {
             return Err(self.cut().map_or(e, UpstreamError::Cut));
         }
+        self.note_completions(&peer);
         self.list_resources(&peer).await;
         self.list_prompts(&peer).await;
         let _ = self.offers.send(Offer::ResourcesListed);

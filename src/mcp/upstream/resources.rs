@@ -34,6 +34,8 @@ pub(super) struct Offered {
     /// Whether its `initialize` answer declared `prompts`, and its prompts.
     pub(super) prompts: bool,
     pub(super) prompt_list: Arc<[rmcp::model::Prompt]>,
+    /// Whether its `initialize` answer declared `completions`.
+    pub(super) completions: bool,
 }
 
 impl Upstream {
