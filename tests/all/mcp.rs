@@ -579,11 +579,14 @@ fn python() -> PathBuf {
 }
 
 fn python_client(args: &[&str]) -> Value {
-    let out = Command::new(python())
-        .arg(fixtures().join("client.py"))
-        .args(args)
-        .output()
-        .unwrap();
+    let mut client = Command::new(python());
+    client.arg(fixtures().join("client.py")).args(args);
+    last_json_line(client)
+}
+
+/// Runs `command`, which must succeed, and parses the JSON its last line of stdout prints.
+fn last_json_line(mut command: Command) -> Value {
+    let out = command.output().unwrap();
     assert!(
         out.status.success(),
         "{}\n{}",
@@ -592,6 +595,52 @@ fn python_client(args: &[&str]) -> Value {
     );
     let stdout = String::from_utf8_lossy(&out.stdout);
     serde_json::from_str(stdout.lines().last().unwrap_or("")).unwrap()
+}
+
+/// A server's command line as one JSON array (how the SDK scripts take `--upstream`).
+fn argv(server: &Value) -> String {
+    let mut argv = vec![server["command"].clone()];
+    argv.extend(server["args"].as_array().unwrap().iter().cloned());
+    Value::Array(argv).to_string()
+}
+
+/// `--policy FILE` flags for `serve`, the policy written in `dir`.
+fn policy_flags(dir: &std::path::Path, policy: &Value) -> Vec<String> {
+    let path = dir.join("policy.json");
+    std::fs::write(&path, policy.to_string()).unwrap();
+    vec!["--policy".into(), path.display().to_string()]
+}
+
+/// The Python SDK script `script` (in `tests/fixtures/mcp`) run as `client` against
+/// `serve --mode MODE --config CONFIG FLAGS`: over HTTP (`--http URL`) when `http`, else over
+/// stdio (`--serve ARGV`); the JSON object its last line prints.
+fn through_serve(
+    mut client: Command,
+    config: &std::path::Path,
+    mode: &str,
+    flags: &[String],
+    http: bool,
+) -> Value {
+    let flags: Vec<&str> = flags.iter().map(String::as_str).collect();
+    let _serve = if http {
+        let serve = Serve::http(config, mode, &flags);
+        client.args(["--http", serve.url.as_deref().unwrap()]);
+        Some(serve)
+    } else {
+        let mut argv = vec![json!(BIN), json!("serve"), json!("--mode"), json!(mode)];
+        argv.extend([json!("--config"), json!(config)]);
+        argv.extend(flags.iter().map(|f| json!(f)));
+        client.args(["--serve", &Value::Array(argv).to_string()]);
+        None
+    };
+    last_json_line(client)
+}
+
+/// A Python SDK script of `tests/fixtures/mcp`, ready for its arguments.
+fn sdk_script(script: &str) -> Command {
+    let mut client = Command::new(python());
+    client.arg(fixtures().join(script));
+    client
 }
 
 #[test]

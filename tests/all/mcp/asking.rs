@@ -2,7 +2,8 @@
 //! driven by the official Python SDK (`tests/fixtures/mcp/asking.py`) against our conformance
 //! test server: the request reaches the client that made the call and its answer the server,
 //! in direct and tools mode and from a code cell; a client without the capability gets the
-//! named error; two clients calling at once each receive only their own requests.
+//! named error; two clients calling at once each receive only their own requests; a cancelled
+//! call cancels its pending request at the client.
 
 use std::net::{TcpListener, TcpStream};
 use std::process::{Child, Command, Stdio};
@@ -11,8 +12,7 @@ use std::time::{Duration, Instant};
 use pretty_assertions::assert_eq;
 use serde_json::{Value, json};
 
-use super::{Serve, config_file, fixtures, python};
-use crate::support::BIN;
+use super::{config_file, fixtures, sdk_script, through_serve};
 
 /// Our conformance test server over stdio.
 fn over_stdio() -> Value {
@@ -66,28 +66,9 @@ impl Drop for OverHttp {
 fn ask(upstream: Value, mode: &str, http: bool, clients: Value) -> Value {
     let dir = tempfile::tempdir().unwrap();
     let config = config_file(dir.path(), json!({"conf": upstream}));
-    let mut client = Command::new(python());
-    client
-        .arg(fixtures().join("asking.py"))
-        .args(["--clients", &clients.to_string()]);
-    let _serve = if http {
-        let serve = Serve::http(&config, mode, &[]);
-        client.args(["--http", serve.url.as_deref().unwrap()]);
-        Some(serve)
-    } else {
-        let serve = json!([BIN, "serve", "--mode", mode, "--config", config]);
-        client.args(["--serve", &serve.to_string()]);
-        None
-    };
-    let out = client.output().unwrap();
-    assert!(
-        out.status.success(),
-        "{}\n{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    serde_json::from_str(stdout.lines().last().unwrap_or("")).unwrap()
+    let mut client = sdk_script("asking.py");
+    client.args(["--clients", &clients.to_string()]);
+    through_serve(client, &config, mode, &[], http)
 }
 
 /// A client calling `tool` with `arguments` in `mode`: directly by name, through `tool_call`,
@@ -254,4 +235,24 @@ fn two_clients_calling_at_once_each_receive_only_their_own_requests() {
     assert_eq!(out["b"]["asked"], json!([]), "{out}");
     let b = text(&out["b"]);
     assert!(b.contains("does not say which one asked"), "{b}");
+}
+
+#[test]
+fn a_cancelled_call_cancels_its_pending_request_at_the_client() {
+    // The client takes 10 s to answer the server's sampling request and gives up its call
+    // after 1 s: toolsearch cancels the call upstream and the relayed request at the client.
+    for http in [false, true] {
+        let mut spec = client("a", "tools", "test_sampling", json!({"prompt": "slow"}));
+        spec["delay"] = json!(10.0);
+        spec["cancel_after"] = json!(1.0);
+        let out = ask(over_stdio(), "tools", http, json!([spec]));
+        let a = &out["a"];
+        assert_eq!(a["error"], "cancelled by the client", "{a}");
+        assert_eq!(a["asked"][0]["method"], "sampling/createMessage", "{a}");
+        assert_eq!(
+            a["cancelled"],
+            json!(["sampling/createMessage"]),
+            "http {http}: {a}"
+        );
+    }
 }

@@ -3,15 +3,13 @@
 //! Python SDK on both sides, `tests/fixtures/mcp/content.py`); and what the model and a code
 //! cell read of non-text content (its size, never its data).
 
-use std::process::Command;
 use std::sync::OnceLock;
 
 use pretty_assertions::assert_eq;
 use serde_json::{Value, json};
 use toolsearch::{Mode, Reply};
 
-use super::{Run, Serve, config_file, fixtures, python, test_server};
-use crate::support::BIN;
+use super::{Run, argv, config_file, sdk_script, test_server, through_serve};
 
 /// The `--content` tools of `testserver.mjs`.
 const TOOLS: [&str; 8] = [
@@ -31,31 +29,11 @@ fn compare(mode: &str, http: bool) -> Value {
     let dir = tempfile::tempdir().unwrap();
     let upstream = test_server(&["--content", "--name", "test"]);
     let config = config_file(dir.path(), json!({"test": upstream}));
-    let mut argv = vec![upstream["command"].clone()];
-    argv.extend(upstream["args"].as_array().unwrap().iter().cloned());
-    let mut client = Command::new(python());
+    let mut client = sdk_script("content.py");
     client
-        .arg(fixtures().join("content.py"))
-        .args(["--upstream", &Value::Array(argv).to_string()])
+        .args(["--upstream", &argv(&upstream)])
         .args(["--tools", &TOOLS.join(",")]);
-    let _serve = if http {
-        let serve = Serve::http(&config, mode, &[]);
-        client.args(["--http", serve.url.as_deref().unwrap()]);
-        Some(serve)
-    } else {
-        let serve = json!([BIN, "serve", "--mode", mode, "--config", config]);
-        client.args(["--serve", &serve.to_string()]);
-        None
-    };
-    let out = client.output().unwrap();
-    assert!(
-        out.status.success(),
-        "{}\n{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    serde_json::from_str(stdout.lines().last().unwrap_or("")).unwrap()
+    through_serve(client, &config, mode, &[], http)
 }
 
 /// Through `tool_call` in tools mode over stdio, computed once for the tests below.

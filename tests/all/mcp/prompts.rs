@@ -3,13 +3,10 @@
 //! server itself, over stdio and HTTP; a denied server's prompts in no answer; prompts of the
 //! same name on two servers both reachable.
 
-use std::process::Command;
-
 use pretty_assertions::assert_eq;
 use serde_json::{Value, json};
 
-use super::{Serve, config_file, everything, fixtures, python};
-use crate::support::BIN;
+use super::{argv, config_file, everything, fixtures, policy_flags, sdk_script, through_serve};
 
 /// Arguments for server-everything's prompts that take some.
 fn arguments() -> Value {
@@ -33,43 +30,18 @@ fn prompts(
 ) -> Value {
     let dir = tempfile::tempdir().unwrap();
     let config = config_file(dir.path(), servers);
-    let mut client = Command::new(python());
+    let mut client = sdk_script("prompts.py");
     client
-        .arg(fixtures().join("prompts.py"))
         .args(["--args", &arguments().to_string()])
         .args(["--absent", &absent.join(",")]);
     if let Some(upstream) = upstream {
-        let mut argv = vec![upstream["command"].clone()];
-        argv.extend(upstream["args"].as_array().unwrap().iter().cloned());
-        client.args(["--upstream", &Value::Array(argv).to_string()]);
+        client.args(["--upstream", &argv(upstream)]);
     }
     let mut flags: Vec<String> = vec!["--page-size".into(), "2".into()];
     if let Some(policy) = policy {
-        let path = dir.path().join("policy.json");
-        std::fs::write(&path, policy.to_string()).unwrap();
-        flags.extend(["--policy".into(), path.display().to_string()]);
+        flags.extend(policy_flags(dir.path(), &policy));
     }
-    let flags: Vec<&str> = flags.iter().map(String::as_str).collect();
-    let _serve = if http {
-        let serve = Serve::http(&config, "tools", &flags);
-        client.args(["--http", serve.url.as_deref().unwrap()]);
-        Some(serve)
-    } else {
-        let mut argv = vec![json!(BIN), json!("serve"), json!("--mode"), json!("tools")];
-        argv.extend([json!("--config"), json!(config)]);
-        argv.extend(flags.iter().map(|f| json!(f)));
-        client.args(["--serve", &Value::Array(argv).to_string()]);
-        None
-    };
-    let out = client.output().unwrap();
-    assert!(
-        out.status.success(),
-        "{}\n{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    serde_json::from_str(stdout.lines().last().unwrap_or("")).unwrap()
+    through_serve(client, &config, "tools", &flags, http)
 }
 
 fn names(side: &Value) -> Vec<String> {

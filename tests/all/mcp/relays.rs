@@ -5,13 +5,10 @@
 //! `completion/complete` reaches the server that owns the prompt under its own name, with
 //! policy applied.
 
-use std::process::Command;
-
 use pretty_assertions::assert_eq;
 use serde_json::{Value, json};
 
-use super::{Serve, config_file, everything, fixtures, python};
-use crate::support::BIN;
+use super::{config_file, everything, fixtures, policy_flags, sdk_script, through_serve};
 
 fn conformance_server() -> Value {
     json!({
@@ -25,35 +22,10 @@ fn conformance_server() -> Value {
 fn relays(servers: Value, http: bool, policy: Option<Value>, args: &[&str]) -> Value {
     let dir = tempfile::tempdir().unwrap();
     let config = config_file(dir.path(), servers);
-    let mut flags: Vec<String> = Vec::new();
-    if let Some(policy) = policy {
-        let path = dir.path().join("policy.json");
-        std::fs::write(&path, policy.to_string()).unwrap();
-        flags.extend(["--policy".into(), path.display().to_string()]);
-    }
-    let flags: Vec<&str> = flags.iter().map(String::as_str).collect();
-    let mut client = Command::new(python());
-    client.arg(fixtures().join("relays.py")).args(args);
-    let _serve = if http {
-        let serve = Serve::http(&config, "direct", &flags);
-        client.args(["--http", serve.url.as_deref().unwrap()]);
-        Some(serve)
-    } else {
-        let mut argv = vec![json!(BIN), json!("serve"), json!("--mode"), json!("direct")];
-        argv.extend([json!("--config"), json!(config)]);
-        argv.extend(flags.iter().map(|f| json!(f)));
-        client.args(["--serve", &Value::Array(argv).to_string()]);
-        None
-    };
-    let out = client.output().unwrap();
-    assert!(
-        out.status.success(),
-        "{}\n{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    serde_json::from_str(stdout.lines().last().unwrap_or("")).unwrap()
+    let flags = policy.map_or_else(Vec::new, |policy| policy_flags(dir.path(), &policy));
+    let mut client = sdk_script("relays.py");
+    client.args(args);
+    through_serve(client, &config, "direct", &flags, http)
 }
 
 #[test]

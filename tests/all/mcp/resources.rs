@@ -5,13 +5,12 @@
 //! subscription's updates relayed to the client that subscribed; nothing declared that no
 //! upstream offers (the filesystem server).
 
-use std::process::Command;
-
 use pretty_assertions::assert_eq;
 use serde_json::{Value, json};
 
-use super::{Serve, config_file, everything, fixtures, module, python};
-use crate::support::BIN;
+use super::{
+    argv, config_file, everything, fixtures, module, policy_flags, sdk_script, through_serve,
+};
 
 /// Expansions of server-everything's two templates (text, and a blob).
 const EXTRA: &str = "demo://resource/dynamic/text/1,demo://resource/dynamic/blob/2";
@@ -27,49 +26,19 @@ fn resources(
 ) -> Value {
     let dir = tempfile::tempdir().unwrap();
     let config = config_file(dir.path(), servers);
-    let mut client = Command::new(python());
+    let mut client = sdk_script("resources.py");
     client
-        .arg(fixtures().join("resources.py"))
         .args(["--extra", EXTRA])
         .args(["--absent", &absent.join(",")]);
     if let Some(upstream) = upstream {
-        let mut argv = vec![upstream["command"].clone()];
-        argv.extend(upstream["args"].as_array().unwrap().iter().cloned());
-        client.args(["--upstream", &Value::Array(argv).to_string()]);
+        client.args(["--upstream", &argv(upstream)]);
     }
-    let policy = dir.path().join("policy.json");
     let mut flags: Vec<String> = serve_flags.iter().map(|f| f.to_string()).collect();
     if let Some(at) = flags.iter().position(|f| f == "--policy") {
-        std::fs::write(&policy, &flags[at + 1]).unwrap();
-        flags[at + 1] = policy.display().to_string();
+        let policy: Value = serde_json::from_str(&flags[at + 1]).unwrap();
+        flags.splice(at..at + 2, policy_flags(dir.path(), &policy));
     }
-    let flags: Vec<&str> = flags.iter().map(String::as_str).collect();
-    let _serve = if http {
-        let serve = Serve::http(&config, "tools", &flags);
-        client.args(["--http", serve.url.as_deref().unwrap()]);
-        Some(serve)
-    } else {
-        let mut argv = vec![
-            json!(BIN),
-            json!("serve"),
-            json!("--mode"),
-            json!("tools"),
-            json!("--config"),
-            json!(config),
-        ];
-        argv.extend(flags.iter().map(|f| json!(f)));
-        client.args(["--serve", &Value::Array(argv).to_string()]);
-        None
-    };
-    let out = client.output().unwrap();
-    assert!(
-        out.status.success(),
-        "{}\n{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    serde_json::from_str(stdout.lines().last().unwrap_or("")).unwrap()
+    through_serve(client, &config, "tools", &flags, http)
 }
 
 fn uris(side: &Value, key: &str, field: &str) -> Vec<String> {
@@ -198,20 +167,9 @@ fn a_subscribed_client_gets_the_servers_resource_updates_until_it_unsubscribes()
     let dir = tempfile::tempdir().unwrap();
     let config = config_file(dir.path(), json!({"everything": everything()}));
     let uri = "demo://resource/static/document/features.md";
-    let serve = json!([BIN, "serve", "--mode", "tools", "--config", config]);
-    let out = Command::new(python())
-        .arg(fixtures().join("subscribe.py"))
-        .args(["--serve", &serve.to_string(), "--uri", uri])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}\n{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let out: Value = serde_json::from_str(stdout.lines().last().unwrap_or("")).unwrap();
+    let mut client = sdk_script("subscribe.py");
+    client.args(["--uri", uri]);
+    let out = through_serve(client, &config, "tools", &[], false);
     assert_eq!(out["updated"][0], uri, "{out}");
     // Unsubscribed: no further update reaches it, although the server keeps sending for 6 s.
     assert_eq!(out["after"], json!([]), "{out}");
