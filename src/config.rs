@@ -13,8 +13,10 @@
 //! a streamable-HTTP server `{url, headers?}`, plus `startupTimeoutMs` (30,000; 100–600,000),
 //! `callTimeoutMs` (300,000; 1,000–3,600,000), `enabledTools` / `disabledTools` (globs over tool
 //! names), `approval` ("destructive" — the default: tools annotated `destructiveHint: true`
-//! without `readOnlyHint` need approval —, "always" or "never") and `restart` (stdio; default
-//! true). A name is 1–64 characters of `[A-Za-z0-9_-]`; it becomes the tools' owner
+//! without `readOnlyHint` need approval —, "always" or "never"), `restart` (stdio; default
+//! true) and `protocol` ("handshake" — the default: `initialize`, the revisions up to
+//! 2025-11-25 —, "2026-07-28": `server/discover` and that revision only, or "auto": that
+//! revision if the server offers it, else the handshake). A name is 1–64 characters of `[A-Za-z0-9_-]`; it becomes the tools' owner
 //! (`mcp:<name>:<tool>`).
 //!
 //! The agent loop (`toolsearch agent`): `agent: {maxCallsPerTurn, maxRunResultBytes,
@@ -363,6 +365,19 @@ pub enum McpApproval {
     Never,
 }
 
+/// How toolsearch opens its connection to an MCP server (which protocol revisions).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum McpProtocol {
+    /// `initialize`: the revisions up to 2025-11-25, which every server speaks today; server
+    /// requests, logging and resource subscriptions are relayed.
+    #[default]
+    Handshake,
+    /// `server/discover` and the 2026-07-28 revision only (a server that speaks nothing else).
+    Discover,
+    /// The 2026-07-28 revision when the server offers it, else the handshake.
+    Auto,
+}
+
 /// One configured MCP server.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct McpServer {
@@ -382,6 +397,8 @@ pub struct McpServer {
     pub approval: McpApproval,
     /// Whether a stdio server that dies is restarted (bounded exponential backoff).
     pub restart: bool,
+    /// Which protocol revisions the connection is opened with.
+    pub protocol: McpProtocol,
 }
 
 /// Hybrid search's settings (`tools.toolSearch.semantic`: `model`, `cacheDir`, `unverified`).
@@ -437,7 +454,7 @@ impl Default for Config {
 const TOP_KEYS: &str = "profile, tools, mcp, agent";
 const AGENT_KEYS: &str = "maxCallsPerTurn, maxRunResultBytes, runTimeoutMs";
 const MCP_KEYS: &str = "servers";
-const MCP_SERVER_KEYS: &str = "command, args, env, cwd, url, headers, startupTimeoutMs, callTimeoutMs, enabledTools, disabledTools, approval, restart";
+const MCP_SERVER_KEYS: &str = "command, args, env, cwd, url, headers, startupTimeoutMs, callTimeoutMs, enabledTools, disabledTools, approval, restart, protocol";
 const TOOLS_KEYS: &str = "toolSearch";
 const SEARCH_KEYS: &str = "mode, autoDeferredMode, autoMaxTools, autoMaxSchemaTokens, codeTimeoutMs, memoryLimitBytes, searchDefaultLimit, maxSearchLimit, directory, semantic";
 const SEMANTIC_KEYS: &str = "model, cacheDir, unverified";
@@ -530,6 +547,7 @@ struct RawMcpServer {
     disabled_tools: Vec<String>,
     approval: McpApproval,
     restart: bool,
+    protocol: McpProtocol,
 }
 
 fn string<'a>(value: &'a Value, key: &str, expected: &'static str) -> Result<&'a str, ConfigError> {
@@ -598,6 +616,7 @@ fn read_mcp_server(name: &str, value: &Value) -> Result<RawMcpServer, ConfigErro
         disabled_tools: Vec::new(),
         approval: McpApproval::default(),
         restart: true,
+        protocol: McpProtocol::default(),
     };
     for (field, value) in fields {
         let path = format!("{key}.{field}");
@@ -656,6 +675,20 @@ fn read_mcp_server(name: &str, value: &Value) -> Result<RawMcpServer, ConfigErro
                 server.restart = value
                     .as_bool()
                     .ok_or_else(|| invalid(&path, value, "true or false"))?
+            }
+            "protocol" => {
+                server.protocol = match value.as_str() {
+                    Some("handshake") => McpProtocol::Handshake,
+                    Some("2026-07-28") => McpProtocol::Discover,
+                    Some("auto") => McpProtocol::Auto,
+                    _ => {
+                        return Err(invalid(
+                            &path,
+                            value,
+                            "\"handshake\", \"2026-07-28\" or \"auto\"",
+                        ));
+                    }
+                }
             }
             other => {
                 return Err(ConfigError::UnknownKey {
@@ -1037,6 +1070,7 @@ impl Raw {
                 disabled_tools: server.disabled_tools,
                 approval: server.approval,
                 restart: server.restart,
+                protocol: server.protocol,
             });
         }
         let mut agent = |key: &str, value: Option<u64>, bounds: Bounds| {

@@ -62,8 +62,8 @@ pub use catalog::{
     tool_id,
 };
 pub use config::{
-    AgentLimits, Bounds, Config, ConfigError, DirectoryStyle, McpApproval, McpServer, McpTransport,
-    Mode, Profile, SearchLimits, SemanticSettings,
+    AgentLimits, Bounds, Config, ConfigError, DirectoryStyle, McpApproval, McpProtocol, McpServer,
+    McpTransport, Mode, Profile, SearchLimits, SemanticSettings,
 };
 pub use gateway::{
     Approval, ApprovalHandler, BeforeToolCall, CallError, CallOutcome, ClientCall, Envelope,

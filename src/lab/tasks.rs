@@ -487,6 +487,7 @@ fn stub_servers(task: &Task, binary: &Path, records: &Path) -> Result<Vec<McpSer
             disabled_tools: Vec::new(),
             approval: McpApproval::default(),
             restart: false,
+            protocol: Default::default(),
         });
     }
     Ok(servers)

@@ -1,5 +1,5 @@
 //! Requests an upstream server sends its client (`sampling/createMessage`,
-//! `elicitation/create`), relayed to the MCP client whose tool call it is; and its log messages
+//! `elicitation/create`, `roots/list`), relayed to the MCP client whose tool call it is; and its log messages
 //! (`notifications/message`), relayed to that client at the level it set.
 //!
 //! Owns: who the caller of the request `serve` is serving on this task is ([`CALLER`], set
@@ -9,7 +9,10 @@
 //! the wire does, so it belongs to the one client with calls in flight on that server, and
 //! when two clients have calls there it is refused, never guessed. The bounds of a relay:
 //! [`MAX_ASKS_PER_CALL`] per call, the upstream's `callTimeoutMs` each, and none after the
-//! call ends (a pending one is cancelled at the client). Elicitation from within a code cell
+//! call ends (a pending one is cancelled at the client). A client of the 2026-07-28 revision
+//! takes no requests from its server: what its call's upstream asks goes to the call's
+//! [`Pending`] queue instead, which `serve` answers `input_required` (SEP-2322), the client's
+//! retry carrying the answer back. Elicitation from within a code cell
 //! is refused (a person would answer while the cell's deadline runs; see ARCHITECTURE.md).
 //! A log message carries no stream association even over HTTP: it goes to the one client with
 //! calls in flight on that server, tagged with the server as its logger, if the client's level
@@ -18,8 +21,8 @@
 //! Never does: send a request to a client other than the caller; relay what the caller did
 //! not declare it can answer; read or change what is asked or answered.
 
-// Sampling and logging are deprecated by the 2026-07-28 revision (SEP-2577), which rmcp marks;
-// clients of the revisions before it (every one in use today) still use them.
+// Sampling, roots and logging are deprecated by the 2026-07-28 revision (SEP-2577), which rmcp
+// marks; clients of the revisions before it (every one in use today) still use them.
 #![allow(deprecated)]
 
 use std::collections::HashMap;
@@ -30,13 +33,15 @@ use rmcp::ServiceError;
 use rmcp::model::{
     CancelledNotificationParam, ClientCapabilities, ClientResult, CreateMessageRequest,
     CreateMessageRequestParams, CreateMessageResult, ElicitRequest, ElicitRequestParams,
-    ElicitResult, ErrorData, GetExtensions, LoggingLevel, LoggingMessageNotificationParam,
-    RequestId, ServerRequest,
+    ElicitResult, ErrorData, GetExtensions, InputRequest, ListRootsRequest, ListRootsResult,
+    LoggingLevel, LoggingMessageNotificationParam, RequestId, ServerRequest,
 };
 use rmcp::service::{
     InboundStreamOrigin, OriginatingRequestId, Peer, PeerRequestOptions, RequestContext,
     RoleClient, RoleServer,
 };
+use serde_json::Value;
+use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 
 /// Requests one upstream tool call may have relayed to its caller; a further one is refused
@@ -53,6 +58,20 @@ pub struct Caller {
     request: RequestId,
     /// The level the client set.
     level: Arc<ClientLevel>,
+    /// What the client declared it can answer (at its handshake, or with this request).
+    capabilities: ClientCapabilities,
+    /// For a client without requests from its server (2026-07-28): where what is asked of it
+    /// waits for its retry.
+    rounds: Option<mpsc::Sender<Pending>>,
+}
+
+/// Something asked of a client of the 2026-07-28 revision, waiting to be carried to it in an
+/// `input_required` result; its retry's answer (a result as JSON) goes to `answer`.
+pub struct Pending {
+    /// What is asked.
+    pub request: InputRequest,
+    /// Where the answer goes (dropped: the retry did not answer it).
+    pub answer: oneshot::Sender<Value>,
 }
 
 /// The level an MCP client asked for with `logging/setLevel` (until it does, every message is
@@ -73,18 +92,22 @@ impl ClientLevel {
 }
 
 impl Caller {
-    /// The client `client`, reached through `peer`, whose request `request` is being served.
+    /// The client `client` whose request of `context` is being served; what is asked of it goes
+    /// to `rounds` when given (a client without requests from its server), else out as a
+    /// request on its call's response stream.
     pub fn new(
         client: Arc<str>,
-        peer: Peer<RoleServer>,
-        request: RequestId,
+        context: &RequestContext<RoleServer>,
         level: Arc<ClientLevel>,
+        rounds: Option<mpsc::Sender<Pending>>,
     ) -> Caller {
         Caller {
             client,
-            peer,
-            request,
+            peer: context.peer.clone(),
+            request: context.id.clone(),
             level,
+            capabilities: context.client_capabilities().unwrap_or_default(),
+            rounds,
         }
     }
 
@@ -100,13 +123,6 @@ impl Caller {
         });
         let _ = self.peer.notify_logging_message(params).await;
     }
-
-    fn capabilities(&self) -> ClientCapabilities {
-        self.peer
-            .peer_info()
-            .map(|info| info.capabilities.clone())
-            .unwrap_or_default()
-    }
 }
 
 tokio::task_local! {
@@ -121,6 +137,8 @@ pub enum Ask {
     Sampling(CreateMessageRequestParams),
     /// `elicitation/create`.
     Elicitation(ElicitRequestParams),
+    /// `roots/list`.
+    Roots,
 }
 
 /// What the client answered.
@@ -129,13 +147,27 @@ pub enum Answer {
     Sampling(CreateMessageResult),
     /// To `elicitation/create`.
     Elicitation(ElicitResult),
+    /// To `roots/list`.
+    Roots(ListRootsResult),
 }
 
 impl Ask {
+    /// What an upstream's `input_required` result asks (SEP-2322); `None` for a kind this
+    /// revision does not know.
+    pub fn from_input(request: InputRequest) -> Option<Ask> {
+        match request {
+            InputRequest::CreateMessage(request) => Some(Ask::Sampling(request.params)),
+            InputRequest::Elicitation(request) => Some(Ask::Elicitation(request.params)),
+            InputRequest::ListRoots(_) => Some(Ask::Roots),
+            _ => None,
+        }
+    }
+
     fn method(&self) -> &'static str {
         match self {
             Ask::Sampling(_) => "sampling/createMessage",
             Ask::Elicitation(_) => "elicitation/create",
+            Ask::Roots => "roots/list",
         }
     }
 
@@ -167,7 +199,30 @@ impl Ask {
                 }
                 _ => None,
             },
+            Ask::Roots => capabilities.roots.is_none().then_some("roots"),
         }
+    }
+
+    /// The request as an `input_required` result carries it.
+    fn input_request(&self) -> InputRequest {
+        match self {
+            Ask::Sampling(params) => {
+                InputRequest::CreateMessage(CreateMessageRequest::new(params.clone()))
+            }
+            Ask::Elicitation(params) => {
+                InputRequest::Elicitation(ElicitRequest::new(params.clone()))
+            }
+            Ask::Roots => InputRequest::ListRoots(ListRootsRequest::default()),
+        }
+    }
+
+    /// The client's answer to this request, from the JSON of an `input_required` retry.
+    fn answer(&self, answer: Value) -> Result<Answer, serde_json::Error> {
+        Ok(match self {
+            Ask::Sampling(_) => Answer::Sampling(serde_json::from_value(answer)?),
+            Ask::Elicitation(_) => Answer::Elicitation(serde_json::from_value(answer)?),
+            Ask::Roots => Answer::Roots(serde_json::from_value(answer)?),
+        })
     }
 
     fn request(self, on: &RequestId) -> ServerRequest {
@@ -176,6 +231,7 @@ impl Ask {
                 ServerRequest::CreateMessageRequest(CreateMessageRequest::new(params))
             }
             Ask::Elicitation(params) => ServerRequest::ElicitRequest(ElicitRequest::new(params)),
+            Ask::Roots => ServerRequest::ListRootsRequest(ListRootsRequest::default()),
         };
         request
             .extensions_mut()
@@ -184,12 +240,27 @@ impl Ask {
     }
 }
 
+impl Answer {
+    /// The answer as an `input_required` retry carries it.
+    pub fn into_value(self) -> Value {
+        match self {
+            Answer::Sampling(result) => serde_json::to_value(result),
+            Answer::Elicitation(result) => serde_json::to_value(result),
+            Answer::Roots(result) => serde_json::to_value(result),
+        }
+        .unwrap_or_default()
+    }
+}
+
 /// What toolsearch, as a client of its upstreams, declares it can answer: all of it, relayed
-/// (each request is then checked against what its caller declared).
+/// (each request is then checked against what its caller declared). Roots without
+/// `listChanged`: the roots asked for during a call are that call's caller's, and no single
+/// client's change of roots concerns a server all clients share.
 pub fn declared() -> ClientCapabilities {
     serde_json::from_value(serde_json::json!({
         "sampling": {"tools": {}},
         "elicitation": {"form": {}, "url": {}},
+        "roots": {},
     }))
     .unwrap_or_default()
 }
@@ -260,22 +331,16 @@ impl InFlight {
         context: &RequestContext<RoleClient>,
         timeout: Duration,
     ) -> Result<Answer, ErrorData> {
-        let method = ask.method();
-        let refused = |why: String| {
-            ErrorData::invalid_request(
-                format!("toolsearch did not relay {method} from the MCP server {server:?}: {why}"),
-                None,
-            )
-        };
-        let (caller, ended) = {
-            let mut calls = lock(&self.0);
-            let id = match context.extensions.get::<InboundStreamOrigin>() {
+        let refused = |why: &str| refusal(ask.method(), server, why);
+        let id = {
+            let calls = lock(&self.0);
+            match context.extensions.get::<InboundStreamOrigin>() {
                 Some(InboundStreamOrigin::OutboundRequest(id)) if calls.contains_key(id) => {
                     id.clone()
                 }
                 Some(_) => {
                     return Err(refused(
-                        "it was sent outside any call of one of the server's tools".into(),
+                        "it was sent outside any call of one of the server's tools",
                     ));
                 }
                 None => {
@@ -286,11 +351,11 @@ impl InFlight {
                         .map(|call| call.caller.as_ref().map(|c| c.client.clone()));
                     let Some(first) = clients.next() else {
                         return Err(refused(
-                            "it was sent outside any call of one of the server's tools".into(),
+                            "it was sent outside any call of one of the server's tools",
                         ));
                     };
                     if clients.any(|client| client != first) {
-                        return Err(refused(format!(
+                        return Err(refused(&format!(
                             "{} calls of different clients are running on it and its transport \
                              (stdio) does not say which one asked; serve it over streamable HTTP \
                              to have such requests relayed while calls overlap",
@@ -299,8 +364,26 @@ impl InFlight {
                     }
                     calls.keys().next().cloned().unwrap_or(RequestId::Number(0))
                 }
-            };
-            let Some(call) = calls.get_mut(&id) else {
+            }
+        };
+        self.ask(server, &id, ask, &context.ct, timeout).await
+    }
+
+    /// Asks the caller of the call sent upstream as `id` what `server` asks (in a request, or
+    /// in an `input_required` result of that call), within `timeout`, unless `cancelled`.
+    pub async fn ask(
+        &self,
+        server: &str,
+        id: &RequestId,
+        ask: Ask,
+        cancelled: &CancellationToken,
+        timeout: Duration,
+    ) -> Result<Answer, ErrorData> {
+        let method = ask.method();
+        let refused = |why: String| refusal(method, server, &why);
+        let (caller, ended) = {
+            let mut calls = lock(&self.0);
+            let Some(call) = calls.get_mut(id) else {
                 return Err(refused("the call it was sent for has ended".into()));
             };
             call.asked += 1;
@@ -325,10 +408,44 @@ impl InFlight {
             }
             (caller, call.ended.clone())
         };
-        if let Some(capability) = ask.missing(&caller.capabilities()) {
+        if let Some(capability) = ask.missing(&caller.capabilities) {
             return Err(refused(format!(
                 "the MCP client that made the call did not declare the {capability} capability"
             )));
+        }
+        if let Some(rounds) = &caller.rounds {
+            let (answer, answered) = oneshot::channel();
+            let pending = Pending {
+                request: ask.input_request(),
+                answer,
+            };
+            if rounds.send(pending).await.is_err() {
+                return Err(refused("the tool call it was sent for ended".into()));
+            }
+            let answer = tokio::select! {
+                answer = answered => answer,
+                _ = tokio::time::sleep(timeout) => {
+                    return Err(refused(format!(
+                        "the client did not retry its call with the answer within {} ms (the \
+                         server's callTimeoutMs)",
+                        timeout.as_millis()
+                    )));
+                }
+                _ = ended.cancelled() => {
+                    return Err(refused("the tool call it was sent for ended".into()));
+                }
+                _ = cancelled.cancelled() => return Err(refused("the server cancelled it".into())),
+            };
+            return match answer {
+                Ok(answer) => ask.answer(answer).map_err(|e| {
+                    refused(format!(
+                        "the client's answer is not a {method} result ({e})"
+                    ))
+                }),
+                Err(_) => Err(refused(
+                    "the client retried its call without answering it".into(),
+                )),
+            };
         }
         let mut options = PeerRequestOptions::no_options();
         options.timeout = Some(timeout);
@@ -352,7 +469,7 @@ impl InFlight {
                 cancel("the tool call it was asked for ended");
                 return Err(refused("the tool call it was sent for ended".into()));
             }
-            _ = context.ct.cancelled() => {
+            _ = cancelled.cancelled() => {
                 cancel("the MCP server that asked cancelled it");
                 return Err(refused("the server cancelled it".into()));
             }
@@ -360,6 +477,7 @@ impl InFlight {
         match answer {
             Ok(ClientResult::CreateMessageResult(result)) => Ok(Answer::Sampling(*result)),
             Ok(ClientResult::ElicitResult(result)) => Ok(Answer::Elicitation(result)),
+            Ok(ClientResult::ListRootsResult(result)) => Ok(Answer::Roots(result)),
             Ok(_) => Err(refused("the client answered with something else".into())),
             // The client's own error goes back as it is.
             Err(ServiceError::McpError(error)) => Err(error),
@@ -370,6 +488,14 @@ impl InFlight {
             Err(e) => Err(refused(format!("the client could not be reached ({e})"))),
         }
     }
+}
+
+/// `method` from `server` refused, and `why`.
+fn refusal(method: &str, server: &str, why: &str) -> ErrorData {
+    ErrorData::invalid_request(
+        format!("toolsearch did not relay {method} from the MCP server {server:?}: {why}"),
+        None,
+    )
 }
 
 fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {

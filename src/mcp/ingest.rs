@@ -576,6 +576,7 @@ mod tests {
             disabled_tools: vec!["secret_*".into()],
             approval,
             restart: true,
+            protocol: Default::default(),
         }
     }
 

@@ -29,8 +29,9 @@ use std::sync::{Arc, Mutex};
 use rmcp::RoleClient;
 use rmcp::model::{
     CallToolResult, ClientJsonRpcMessage, ClientNotification, ClientRequest, CustomResult,
-    ErrorCode, ErrorData, InitializeResult, JsonRpcError, JsonRpcMessage, JsonRpcResponse,
-    JsonRpcVersion2_0, ReadResourceResult, RequestId, ServerJsonRpcMessage, ServerResult,
+    ErrorCode, ErrorData, InitializeResult, InputRequiredResult, JsonRpcError, JsonRpcMessage,
+    JsonRpcResponse, JsonRpcVersion2_0, ReadResourceResult, RequestId, ServerJsonRpcMessage,
+    ServerResult,
 };
 use rmcp::transport::Transport;
 use serde::Deserialize;
@@ -263,7 +264,13 @@ where
         let message = match expect {
             Some(Expect::ToolsCall) => typed(
                 serde_json::from_str::<CallToolResult>(result.get())
-                    .map(ServerResult::CallToolResult),
+                    .map(ServerResult::CallToolResult)
+                    .or_else(|e| {
+                        // The 2026-07-28 revision's question in place of a result (SEP-2322).
+                        serde_json::from_str::<InputRequiredResult>(result.get())
+                            .map(ServerResult::InputRequiredResult)
+                            .map_err(|_| e)
+                    }),
                 "tools/call",
             ),
             Some(Expect::ResourcesRead) => typed(

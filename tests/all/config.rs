@@ -202,6 +202,10 @@ fn each_invalid_value_names_its_key_and_what_is_accepted() {
             "{tools: {toolSearch: {directory: 'tree'}}}",
             "invalid value for tools.toolSearch.directory: \"tree\"; expected \"list\" or \"namespaces\"",
         ),
+        (
+            "{mcp: {servers: {a: {command: 'x', protocol: '2025-11-25'}}}}",
+            "invalid value for mcp.servers.a.protocol: \"2025-11-25\"; expected \"handshake\", \"2026-07-28\" or \"auto\"",
+        ),
         ("{tools: []}", "invalid value for tools: []"),
         ("[]", "invalid value for (root)"),
         (
@@ -216,6 +220,26 @@ fn each_invalid_value_names_its_key_and_what_is_accepted() {
             "{text}\n  got: {error}\n  want: {expected}"
         );
     }
+}
+
+#[test]
+fn an_mcp_servers_protocol_is_the_handshake_unless_set() {
+    use toolsearch::McpProtocol;
+    let config = parse(
+        "{mcp: {servers: {a: {command: 'x'}, b: {command: 'x', protocol: '2026-07-28'}, \
+         c: {url: 'http://127.0.0.1:1/mcp', protocol: 'auto'}, d: {command: 'x', protocol: 'handshake'}}}}",
+    )
+    .unwrap();
+    let protocols: Vec<_> = config.mcp.iter().map(|server| server.protocol).collect();
+    assert_eq!(
+        protocols,
+        [
+            McpProtocol::Handshake,
+            McpProtocol::Discover,
+            McpProtocol::Auto,
+            McpProtocol::Handshake
+        ]
+    );
 }
 
 #[test]

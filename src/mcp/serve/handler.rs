@@ -11,6 +11,8 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use tokio::sync::mpsc;
+
 use rmcp::handler::server::ServerHandler;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, CompleteRequestParams, CompleteResult,
@@ -26,10 +28,11 @@ use serde_json::{Value, json};
 
 use super::ServeOptions;
 use super::http::ClientKey;
+use super::rounds::{Rounds, Running, Turn};
 use crate::catalog::SentResult;
 use crate::config::Mode;
 use crate::config::input;
-use crate::mcp::asking::{CALLER, Caller, ClientLevel};
+use crate::mcp::asking::{CALLER, Caller, ClientLevel, MAX_ASKS_PER_CALL};
 use crate::mcp::prompts::Prompts;
 use crate::mcp::resources::Resources;
 use crate::mcp::{Federated, Offer, PROGRESS, ProgressSink};
@@ -48,6 +51,8 @@ pub struct Handler {
     /// The level this handler's client set with `logging/setLevel` (one handler per client:
     /// [`Handler::for_client`]).
     level: Arc<ClientLevel>,
+    /// Calls of clients of the 2026-07-28 revision waiting on their answers.
+    rounds: Arc<Rounds>,
 }
 
 /// Who subscribed to which resource: per (server, the server's own URI), each subscribed
@@ -81,6 +86,7 @@ impl Handler {
             page_size: options.page_size.clamp(1, 10_000),
             drain: Arc::new(Drain::default()),
             level: Arc::default(),
+            rounds: Arc::default(),
         }
     }
 
@@ -91,6 +97,69 @@ impl Handler {
             level: Arc::default(),
             ..self.clone()
         }
+    }
+
+    /// Starts the call of `name` with `arguments` for the client of `context` on its own task:
+    /// an upstream's requests during it are relayed to that client (or, for a client of the
+    /// 2026-07-28 revision, asked in rounds), its progress reported to it if it asked.
+    fn start_call(
+        &self,
+        name: String,
+        arguments: Value,
+        context: &RequestContext<RoleServer>,
+    ) -> Running {
+        // Code cells are scheduled fairly between clients.
+        let client = client_key(context);
+        let in_rounds = context
+            .protocol_version()
+            .is_some_and(|version| !version.has_initialize());
+        let (rounds, asks) = mpsc::channel(MAX_ASKS_PER_CALL as usize);
+        let caller = Caller::new(
+            client.clone(),
+            context,
+            self.level.clone(),
+            in_rounds.then_some(rounds),
+        );
+        let session = self.session.clone();
+        let call = CALLER.scope(
+            caller,
+            crate::sandbox::fair::CLIENT.scope(client, async move {
+                session.handle(&name, &arguments).await
+            }),
+        );
+        let grace_over = self.drain.grace_over.clone();
+        let progress = context.meta.get_progress_token().map(|token| {
+            let peer = context.peer.clone();
+            let sink: ProgressSink = Arc::new(move |progress, total, message| {
+                let mut params = ProgressNotificationParam::new(token.clone(), progress);
+                if let Some(total) = total {
+                    params = params.with_total(total);
+                }
+                if let Some(message) = message {
+                    params = params.with_message(message);
+                }
+                let peer = peer.clone();
+                tokio::spawn(async move {
+                    let _ = peer.notify_progress(params).await;
+                });
+            });
+            sink
+        });
+        Running::start(
+            async move {
+                let call = async move {
+                    match progress {
+                        Some(sink) => PROGRESS.scope(sink, call).await,
+                        None => call.await,
+                    }
+                };
+                tokio::select! {
+                    reply = call => Ok(reply),
+                    _ = grace_over.cancelled() => Err(()),
+                }
+            },
+            asks,
+        )
     }
 
     /// One page of `all` from `cursor` (an offset this server handed out).
@@ -558,7 +627,7 @@ impl ServerHandler for Handler {
 
     async fn call_tool(
         &self,
-        request: CallToolRequestParams,
+        mut request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
         let Some(_inflight) = self.drain.enter() else {
@@ -578,57 +647,26 @@ impl ServerHandler for Handler {
         }
         let arguments = request
             .arguments
+            .take()
             .map(Value::Object)
             .unwrap_or_else(|| json!({}));
-        // Code cells are scheduled fairly between clients.
-        let client = client_key(&context);
-        // An upstream's requests during the call are relayed to this client.
-        let caller = Caller::new(
-            client.clone(),
-            context.peer.clone(),
-            context.id.clone(),
-            self.level.clone(),
-        );
-        let call = CALLER.scope(
-            caller,
-            crate::sandbox::fair::CLIENT.scope(client, self.session.handle(&name, &arguments)),
-        );
-        let grace_over = self.drain.grace_over.clone();
-        let call = async move {
-            tokio::select! {
-                reply = call => Ok(reply),
-                _ = grace_over.cancelled() => Err(()),
+        // A retry of a call in rounds: its answers go to what it asked, and it goes on.
+        let running = match request.request_state.as_deref() {
+            Some(state) => {
+                let mut running = self.rounds.resume(state, &name)?;
+                running.answer(request.input_responses.take().unwrap_or_default());
+                running
             }
+            None => self.start_call(name.clone(), arguments, &context),
         };
-        let reply = match context.meta.get_progress_token() {
-            Some(token) => {
-                let peer = context.peer.clone();
-                let sink: ProgressSink = Arc::new(move |progress, total, message| {
-                    let mut params = ProgressNotificationParam::new(token.clone(), progress);
-                    if let Some(total) = total {
-                        params = params.with_total(total);
-                    }
-                    if let Some(message) = message {
-                        params = params.with_message(message);
-                    }
-                    let peer = peer.clone();
-                    tokio::spawn(async move {
-                        let _ = peer.notify_progress(params).await;
-                    });
-                });
-                tokio::select! {
-                    reply = PROGRESS.scope(sink, call) => reply,
-                    _ = context.ct.cancelled() => return Err(cancelled()),
-                }
-            }
-            None => tokio::select! {
-                reply = call => reply,
-                _ = context.ct.cancelled() => return Err(cancelled()),
-            },
+        let turn = tokio::select! {
+            turn = running.turn(&self.rounds, &name) => turn?,
+            _ = context.ct.cancelled() => return Err(cancelled()),
         };
-        match reply {
-            Ok(reply) => Ok(CallToolResponse::Complete(tool_result(reply))),
-            Err(()) => Err(McpError::internal_error(
+        match turn {
+            Turn::Ended(Ok(reply)) => Ok(CallToolResponse::Complete(tool_result(reply))),
+            Turn::Asking(asking) => Ok(CallToolResponse::InputRequired(asking)),
+            Turn::Ended(Err(())) => Err(McpError::internal_error(
                 format!(
                     "the server is shutting down (SIGTERM or Ctrl-C) and this call was still \
                      running at the end of the {} s grace period: it was cancelled",

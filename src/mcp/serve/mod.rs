@@ -19,11 +19,13 @@
 //! declared nor resolvable is a protocol error (`-32602`, "Unknown tool").
 //! Never does: print anything but JSON-RPC on stdout in stdio mode (logs go to stderr).
 //!
-//! Layout: `handler.rs` (the MCP handler: listing, calls, results, draining), `stdio.rs` (the
-//! stdio transport and the shutdown signal), `http.rs` (the HTTP listener and its routes).
+//! Layout: `handler.rs` (the MCP handler: listing, calls, results, draining), `rounds.rs` (calls
+//! in rounds for clients of the 2026-07-28 revision), `stdio.rs` (the stdio transport and the
+//! shutdown signal), `http.rs` (the HTTP listener and its routes).
 
 pub(crate) mod handler;
 mod http;
+mod rounds;
 mod stdio;
 
 use std::net::SocketAddr;

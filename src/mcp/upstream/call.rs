@@ -1,7 +1,8 @@
 //! A call of one listed tool: the raw name goes upstream, `callTimeoutMs` bounds it, progress
 //! reaches the caller's sink, a dropped call sends `notifications/cancelled`, a connection that
-//! broke before the request left (or an expired HTTP session) is retried once; the result as the
-//! catalog's output.
+//! broke before the request left (or an expired HTTP session) is retried once; an
+//! `input_required` answer (the 2026-07-28 revision) is answered by the call's caller and the
+//! call sent again, at most [`MAX_INPUT_ROUNDS`] times; the result as the catalog's output.
 //!
 //! Never does: word a failure for the model beyond naming the server and why.
 
@@ -19,6 +20,7 @@ use crate::catalog::{
 };
 use crate::config::McpTransport;
 use crate::mcp::PROGRESS;
+use crate::mcp::asking::Ask;
 use crate::mcp::transport::TRANSPORT_ERROR;
 
 impl Upstream {
@@ -140,30 +142,77 @@ impl Upstream {
         raw_name: &str,
         arguments: Map<String, Value>,
     ) -> Result<ToolOutput, Broken> {
-        let params = CallToolRequestParams::new(raw_name.to_string()).with_arguments(arguments);
-        let request = ClientRequest::CallToolRequest(Request::new(params));
-        let mut options = PeerRequestOptions::no_options();
-        options.timeout = Some(self.config.call_timeout);
-        let handle = peer
-            .send_request_with_option(request, options)
-            .await
-            .map_err(|e| Broken::NotSent(e.to_string()))?;
-        // Progress notifications of this request go to the caller's sink, if it has one.
-        let token = token_key(&handle.progress_token);
-        let registered = PROGRESS
-            .try_with(|sink| lock(&self.progress).insert(token.clone(), sink.clone()))
-            .is_ok();
-        // Its requests to the client are relayed to this call's caller until it ends.
-        let _asking = self.calls.register(handle.id.clone());
-        let mut cancel = CancelOnDrop {
-            peer: Some(peer.clone()),
-            id: handle.id.clone(),
-        };
-        let answer = handle.await_response().await;
-        cancel.peer = None;
-        if registered {
-            lock(&self.progress).remove(&token);
+        let mut params = CallToolRequestParams::new(raw_name.to_string()).with_arguments(arguments);
+        for _ in 0..=MAX_INPUT_ROUNDS {
+            let request = ClientRequest::CallToolRequest(Request::new(params.clone()));
+            let mut options = PeerRequestOptions::no_options();
+            options.timeout = Some(self.config.call_timeout);
+            let handle = peer
+                .send_request_with_option(request, options)
+                .await
+                .map_err(|e| Broken::NotSent(e.to_string()))?;
+            // Progress notifications of this request go to the caller's sink, if it has one.
+            let token = token_key(&handle.progress_token);
+            let registered = PROGRESS
+                .try_with(|sink| lock(&self.progress).insert(token.clone(), sink.clone()))
+                .is_ok();
+            // Its requests to the client are relayed to this call's caller until it ends.
+            let id = handle.id.clone();
+            let _asking = self.calls.register(id.clone());
+            let mut cancel = CancelOnDrop {
+                peer: Some(peer.clone()),
+                id: id.clone(),
+            };
+            let answer = handle.await_response().await;
+            cancel.peer = None;
+            if registered {
+                lock(&self.progress).remove(&token);
+            }
+            // A server of the 2026-07-28 revision asks in its answer (SEP-2322): its caller
+            // answers, and the call is sent again with the answers and the server's state.
+            let asked = match answer {
+                Ok(ServerResult::InputRequiredResult(asked)) => asked,
+                answer => return self.outcome(answer),
+            };
+            let mut responses = rmcp::model::InputResponses::new();
+            for (key, request) in asked.input_requests.unwrap_or_default() {
+                let Some(ask) = Ask::from_input(request) else {
+                    return Err(Broken::Tool(ToolError::new(format!(
+                        "the MCP server {:?} asked for input of a kind toolsearch does not know",
+                        self.config.name
+                    ))));
+                };
+                let never = tokio_util::sync::CancellationToken::new();
+                let answer = self
+                    .calls
+                    .ask(
+                        &self.config.name,
+                        &id,
+                        ask,
+                        &never,
+                        self.config.call_timeout,
+                    )
+                    .await
+                    .map_err(|refused| {
+                        Broken::Tool(ToolError::new(format!(
+                            "the MCP server {:?} asked for input and got none: {}",
+                            self.config.name, refused.message
+                        )))
+                    })?;
+                responses.insert(key, answer.into_value());
+            }
+            params.input_responses = Some(responses);
+            params.request_state = asked.request_state;
         }
+        Err(Broken::Tool(ToolError::new(format!(
+            "the MCP server {:?} asked for input in more than {MAX_INPUT_ROUNDS} rounds of one \
+             call; it was given up",
+            self.config.name
+        ))))
+    }
+
+    /// The call's outcome from the server's final answer.
+    fn outcome(&self, answer: Result<ServerResult, ServiceError>) -> Result<ToolOutput, Broken> {
         match answer {
             Ok(ServerResult::CallToolResult(result)) => result_output(&self.config.name, result),
             Ok(other) => Err(Broken::Tool(ToolError::new(format!(
@@ -221,6 +270,9 @@ impl Upstream {
         }
     }
 }
+
+/// Rounds of `input_required` answers one call may take (SEP-2322; the SDKs' default).
+pub const MAX_INPUT_ROUNDS: usize = 10;
 
 /// Why a call did not produce a result.
 enum Broken {

@@ -6,7 +6,7 @@
 
 use std::os::fd::AsRawFd;
 
-use rmcp::ServiceExt;
+use rmcp::ClientServiceExt;
 use rmcp::service::{RoleClient, RunningService};
 
 use super::stderr::{drain_stderr, exit_reason};
@@ -150,7 +150,10 @@ impl Upstream {
             format!("the MCP server {:?}", self.config.name),
             self.violation.clone(),
         );
-        let service = match events.serve(transport).await {
+        let service = match events
+            .serve_with_lifecycle(transport, super::lifecycle(self.config.protocol))
+            .await
+        {
             Ok(service) => service,
             Err(e) => {
                 if let Some(cut) = self.cut() {

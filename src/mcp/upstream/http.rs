@@ -5,7 +5,7 @@
 
 use std::collections::HashMap;
 
-use rmcp::ServiceExt;
+use rmcp::ClientServiceExt;
 use rmcp::service::{RoleClient, RunningService};
 
 use super::{Events, Upstream, UpstreamError};
@@ -42,7 +42,7 @@ impl Upstream {
             .custom_headers(custom);
         let transport = rmcp::transport::StreamableHttpClientTransport::from_config(config);
         let service = events
-            .serve(transport)
+            .serve_with_lifecycle(transport, super::lifecycle(self.config.protocol))
             .await
             .map_err(|e| UpstreamError::HttpHandshake {
                 url: url.to_string(),

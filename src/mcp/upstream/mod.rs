@@ -39,10 +39,10 @@ use std::time::Duration;
 
 use rmcp::ClientHandler;
 use rmcp::model::ResourceUpdatedNotificationParam;
-#[allow(deprecated)] // sampling: see `super::asking`
+#[allow(deprecated)] // sampling and roots: see `super::asking`
 use rmcp::model::{
     ClientConfig, CreateMessageRequestParams, CreateMessageResult, ElicitRequestParams,
-    ElicitResult, ErrorData, Implementation, LoggingMessageNotificationParam,
+    ElicitResult, ErrorData, Implementation, ListRootsResult, LoggingMessageNotificationParam,
     ProgressNotificationParam,
 };
 use rmcp::service::{NotificationContext, Peer, RequestContext, RoleClient, RunningService};
@@ -142,21 +142,9 @@ impl ClientHandler for Events {
         params: CreateMessageRequestParams,
         context: RequestContext<RoleClient>,
     ) -> Result<CreateMessageResult, ErrorData> {
-        match self
-            .calls
-            .relay(
-                &self.server,
-                Ask::Sampling(params),
-                &context,
-                self.call_timeout,
-            )
-            .await?
-        {
+        match self.relay(Ask::Sampling(params), &context).await? {
             Answer::Sampling(result) => Ok(result),
-            Answer::Elicitation(_) => Err(ErrorData::internal_error(
-                "the client answered sampling/createMessage with an elicitation result",
-                None,
-            )),
+            _ => Err(mismatched("sampling/createMessage")),
         }
     }
 
@@ -165,21 +153,20 @@ impl ClientHandler for Events {
         params: ElicitRequestParams,
         context: RequestContext<RoleClient>,
     ) -> Result<ElicitResult, ErrorData> {
-        match self
-            .calls
-            .relay(
-                &self.server,
-                Ask::Elicitation(params),
-                &context,
-                self.call_timeout,
-            )
-            .await?
-        {
+        match self.relay(Ask::Elicitation(params), &context).await? {
             Answer::Elicitation(result) => Ok(result),
-            Answer::Sampling(_) => Err(ErrorData::internal_error(
-                "the client answered elicitation/create with a sampling result",
-                None,
-            )),
+            _ => Err(mismatched("elicitation/create")),
+        }
+    }
+
+    #[allow(deprecated)] // roots: see `super::asking`
+    async fn list_roots(
+        &self,
+        context: RequestContext<RoleClient>,
+    ) -> Result<ListRootsResult, ErrorData> {
+        match self.relay(Ask::Roots, &context).await? {
+            Answer::Roots(result) => Ok(result),
+            _ => Err(mismatched("roots/list")),
         }
     }
 
@@ -223,6 +210,42 @@ impl ClientHandler for Events {
             super::asking::declared(),
             Implementation::new("toolsearch", env!("CARGO_PKG_VERSION")),
         )
+    }
+}
+
+impl Events {
+    async fn relay(
+        &self,
+        ask: Ask,
+        context: &RequestContext<RoleClient>,
+    ) -> Result<Answer, ErrorData> {
+        self.calls
+            .relay(&self.server, ask, context, self.call_timeout)
+            .await
+    }
+}
+
+/// The client answered `method` with the result of another request.
+fn mismatched(method: &str) -> ErrorData {
+    ErrorData::internal_error(
+        format!("the client answered {method} with the result of another request"),
+        None,
+    )
+}
+
+/// How a connection is opened for the server's `protocol` setting.
+fn lifecycle(protocol: crate::config::McpProtocol) -> rmcp::ClientLifecycleMode {
+    use crate::config::McpProtocol;
+    use rmcp::model::ProtocolVersion;
+    match protocol {
+        McpProtocol::Handshake => rmcp::ClientLifecycleMode::Initialize,
+        McpProtocol::Discover => rmcp::ClientLifecycleMode::Discover {
+            preferred_versions: vec![ProtocolVersion::V_2026_07_28],
+        },
+        McpProtocol::Auto => rmcp::ClientLifecycleMode::Auto {
+            preferred_versions: vec![ProtocolVersion::V_2026_07_28],
+            legacy_version: None,
+        },
     }
 }
 

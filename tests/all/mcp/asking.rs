@@ -1,4 +1,4 @@
-//! An upstream tool that asks its client something (sampling, elicitation) through `serve`,
+//! An upstream tool that asks its client something (sampling, elicitation, roots) through `serve`,
 //! driven by the official Python SDK (`tests/fixtures/mcp/asking.py`) against our conformance
 //! test server: the request reaches the client that made the call and its answer the server,
 //! in direct and tools mode and from a code cell; a client without the capability gets the
@@ -254,5 +254,165 @@ fn a_cancelled_call_cancels_its_pending_request_at_the_client() {
             json!(["sampling/createMessage"]),
             "http {http}: {a}"
         );
+    }
+}
+
+#[test]
+fn a_roots_request_is_answered_with_the_callers_own_roots() {
+    // Two clients with different roots call at once through serve over HTTP, in front of the
+    // server over HTTP: each call's server sees its own caller's roots; a third client declares
+    // none and the server is told so.
+    let upstream = OverHttp::start();
+    let mut clients = Vec::new();
+    for tag in ["a", "b"] {
+        let mut spec = client(tag, "direct", "test_roots", json!({}));
+        spec["roots"] = json!([
+            format!("file:///work/{tag}"),
+            format!("file:///shared/{tag}")
+        ]);
+        clients.push(spec);
+    }
+    clients.push(client("c", "direct", "test_roots", json!({})));
+    let out = ask(json!({"url": upstream.url}), "direct", true, json!(clients));
+    for tag in ["a", "b"] {
+        assert_eq!(
+            out[tag]["asked"],
+            json!([{"method": "roots/list"}]),
+            "{out}"
+        );
+        assert_eq!(
+            text(&out[tag]),
+            format!("Roots: file:///work/{tag}, file:///shared/{tag}")
+        );
+    }
+    // toolsearch answers roots for all its clients, so the server asked; it was told why not.
+    assert_eq!(out["c"]["asked"], json!([]), "{out}");
+    let c = text(&out["c"]);
+    assert!(
+        c.contains("roots/list") && c.contains("did not declare the roots capability"),
+        "{c}"
+    );
+    // Over stdio (serve and server), from a code cell too, the one caller's roots are the
+    // answer.
+    let mut spec = client("a", "code", "test_roots", json!({}));
+    spec["roots"] = json!(["file:///home/a"]);
+    let out = ask(over_stdio(), "code", false, json!([spec]));
+    let a = text(&out["a"]);
+    assert!(a.contains("Roots: file:///home/a"), "{a}");
+}
+
+#[test]
+fn a_client_of_the_2026_revision_is_asked_in_rounds() {
+    // Such a client takes no requests from its server: what the upstream asks during its call
+    // comes back as an `input_required` result, the SDK answers it and retries, and the call
+    // goes on where it was. Serve over stdio in front of the server over stdio, and over HTTP
+    // in front of it over HTTP (the three clients' calls overlap).
+    let over_http = OverHttp::start();
+    for (mode, http) in [("direct", false), ("tools", true), ("code", true)] {
+        let mut clients = vec![client(
+            "a",
+            mode,
+            "test_sampling",
+            json!({"prompt": "2026?"}),
+        )];
+        if mode != "code" {
+            clients.push(client(
+                "b",
+                mode,
+                "test_elicitation",
+                json!({"message": "Who?"}),
+            ));
+        }
+        let mut roots = client("c", mode, "test_roots", json!({}));
+        roots["roots"] = json!(["file:///rounds"]);
+        clients.push(roots);
+        for spec in &mut clients {
+            spec["era"] = json!("2026-07-28");
+        }
+        let upstream = if http {
+            json!({"url": over_http.url})
+        } else {
+            over_stdio()
+        };
+        let out = ask(upstream, mode, http, json!(clients));
+        let context = format!("{mode} http {http}: {out}");
+        for tag in ["a", "c"] {
+            assert_eq!(out[tag]["era"], "2026-07-28", "{context}");
+        }
+        assert_eq!(
+            out["a"]["asked"][0]["method"], "sampling/createMessage",
+            "{context}"
+        );
+        assert!(
+            text(&out["a"]).contains("LLM response: answer from a (2026?)"),
+            "{context}"
+        );
+        assert_eq!(
+            out["c"]["asked"],
+            json!([{"method": "roots/list"}]),
+            "{context}"
+        );
+        assert!(
+            text(&out["c"]).contains("Roots: file:///rounds"),
+            "{context}"
+        );
+        if mode != "code" {
+            assert_eq!(
+                out["b"]["asked"][0]["params"]["message"], "Who?",
+                "{context}"
+            );
+            assert!(text(&out["b"]).contains(r#""username": "b""#), "{context}");
+        }
+    }
+}
+
+#[test]
+fn an_upstream_of_the_2026_revision_asks_in_rounds_and_its_caller_answers() {
+    // The server answers a call `input_required` with what it asks; toolsearch asks the caller
+    // (a request to a handshake client, a round of its own to a 2026 client) and sends the
+    // call again with the answer ("(in rounds)": the server asked that way).
+    let over_http = OverHttp::start();
+    for (mut upstream, protocol, http, era) in [
+        (over_stdio(), "2026-07-28", false, None),
+        (
+            json!({"url": over_http.url}),
+            "auto",
+            true,
+            Some("2026-07-28"),
+        ),
+        (over_stdio(), "auto", true, None),
+    ] {
+        upstream["protocol"] = json!(protocol);
+        let mut clients = vec![
+            client("a", "direct", "test_sampling", json!({"prompt": "p"})),
+            client("b", "direct", "test_elicitation", json!({"message": "m"})),
+            client("c", "direct", "test_roots", json!({})),
+        ];
+        clients[2]["roots"] = json!(["file:///r"]);
+        if let Some(era) = era {
+            for spec in &mut clients {
+                spec["era"] = json!(era);
+            }
+        }
+        let out = ask(upstream, "direct", http, json!(clients));
+        let context = format!("{protocol} http {http} {era:?}: {out}");
+        assert_eq!(
+            text(&out["a"]),
+            "LLM response: answer from a (p) (in rounds)",
+            "{context}"
+        );
+        let b = text(&out["b"]);
+        assert!(
+            b.contains(r#""username": "b""#) && b.ends_with(" (in rounds)"),
+            "{context}"
+        );
+        assert_eq!(text(&out["c"]), "Roots: file:///r (in rounds)", "{context}");
+        for (tag, method) in [
+            ("a", "sampling/createMessage"),
+            ("b", "elicitation/create"),
+            ("c", "roots/list"),
+        ] {
+            assert_eq!(out[tag]["asked"][0]["method"], method, "{context}");
+        }
     }
 }
