@@ -39,6 +39,7 @@ fuzz_target!(|data: &[u8]| {
             _ => McpApproval::Never,
         },
         restart: true,
+        protocol: Default::default(),
     };
     let Ok(ingested) = ingest_tools_list(&server, answer) else {
         return;
