@@ -16,6 +16,7 @@
 
 // Foundations.
 mod config;
+mod sync;
 mod telemetry;
 // Tools: descriptors, snapshots, the `Tool` trait; the embedded demo catalog.
 mod catalog;

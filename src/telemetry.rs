@@ -17,6 +17,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{SystemTime, UNIX_EPOCH};
 
+use crate::sync::Locked;
 use serde_json::{Map, Value};
 
 /// Per-run counters. All relaxed atomics: they are statistics, not synchronization.
@@ -150,19 +151,13 @@ impl SessionLog {
 
     /// Records dropped because the sink failed to take them (e.g. the disk was full).
     pub fn write_failures(&self) -> u64 {
-        self.state
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .write_failures
+        self.state.locked().write_failures
     }
 
     /// Appends one record: `kind` plus `fields` (strings are cut to `MAX_FIELD_CHARS`, 256 characters).
     /// Never fails the caller: a write error is reported through `tracing`, once per log.
     pub fn record(&self, kind: &str, fields: Map<String, Value>) {
-        let mut state = self
-            .state
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut state = self.state.locked();
         if matches!(state.sink, Sink::Discard) || state.truncated {
             return;
         }
@@ -215,10 +210,7 @@ impl SessionLog {
 
     /// The records of an in-memory log, parsed (empty for other sinks).
     pub fn lines(&self) -> Vec<Value> {
-        let state = self
-            .state
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let state = self.state.locked();
         match &state.sink {
             Sink::Memory(buffer) => String::from_utf8_lossy(buffer)
                 .lines()

@@ -6,7 +6,7 @@
 //! Never does: I/O of any kind. Handlers are synchronous and short; they hold one owner's lock
 //! at a time (two when a tool spans owners, always in [`DemoWorld`] field order).
 
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::Arc;
 
 use serde_json::{Map, Value};
 
@@ -36,14 +36,6 @@ impl Tool for DemoTool {
             (self.handler)(&self.world, &args)
         })
     }
-}
-
-/// Locks a mutex, recovering the data if a previous holder panicked (a demo tool must never
-/// take the gateway down because another call failed).
-pub(crate) fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
-    mutex
-        .lock()
-        .unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
 /// A JSON details result.

@@ -6,7 +6,7 @@
 //! answer from fixed tables and need no field here.
 //!
 //! Lock order: a tool that touches two owners locks them one after the other, never nested,
-//! so there is no lock order to get wrong. Locks are poison-tolerant (see `kit::lock`).
+//! so there is no lock order to get wrong. Locks are poison-tolerant (`crate::sync`).
 
 use std::fmt;
 use std::sync::{Arc, Mutex, OnceLock};

@@ -70,6 +70,7 @@ use crate::config::SearchLimits;
 use crate::policy::{Authorized, Policy};
 use crate::search::{IndexCache, SearchIndex, batch, lookup};
 use crate::signature::input_signature;
+use crate::sync::{ReadWrite, lock};
 use crate::telemetry::{Counters, SessionLog};
 use request::Target;
 use validate::ValidatorCache;
@@ -352,12 +353,6 @@ fn tool_ref(tool: &Descriptor) -> ToolRef {
     }
 }
 
-fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    mutex
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
-}
-
 impl Gateway {
     /// A gateway over `snapshot` with default settings and an allow-all policy.
     pub fn builder(snapshot: CatalogSnapshot) -> GatewayBuilder {
@@ -365,11 +360,7 @@ impl Gateway {
     }
 
     fn state(&self) -> Arc<State> {
-        self.inner
-            .state
-            .read()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .clone()
+        self.inner.state.reading().clone()
     }
 
     /// The search index of the current snapshot and policy (allowed tools only).
@@ -407,11 +398,7 @@ impl Gateway {
     pub fn replace_snapshot(&self, snapshot: CatalogSnapshot) -> Result<(), GatewayError> {
         let policy = self.state().view.policy().clone();
         let state = State::new(&self.inner.cache, snapshot, policy)?;
-        *self
-            .inner
-            .state
-            .write()
-            .unwrap_or_else(std::sync::PoisonError::into_inner) = Arc::new(state);
+        *self.inner.state.writing() = Arc::new(state);
         Ok(())
     }
 
@@ -419,8 +406,7 @@ impl Gateway {
     pub fn mark_server_failed(&self, owner: &str, reason: &str) {
         self.inner
             .outages
-            .write()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .writing()
             .insert(owner.to_string(), reason.to_string());
     }
 
@@ -443,11 +429,7 @@ impl Gateway {
                 .map(|(owner, _)| owner)
                 .or_else(|| selector.split_once('.').map(|(owner, _)| owner))?,
         };
-        let outages = self
-            .inner
-            .outages
-            .read()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let outages = self.inner.outages.reading();
         let reason = outages.get(owner)?;
         Some(
             CallError::new(
@@ -465,11 +447,7 @@ impl Gateway {
 
     /// Clears a server failure recorded by [`Gateway::mark_server_failed`].
     pub fn mark_server_recovered(&self, owner: &str) {
-        self.inner
-            .outages
-            .write()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .remove(owner);
+        self.inner.outages.writing().remove(owner);
     }
 
     /// `tool_search`: a single query or a batch, with what each answer covers
@@ -715,11 +693,7 @@ impl Gateway {
             )));
         }
         if tool.source == Source::Mcp {
-            let outages = self
-                .inner
-                .outages
-                .read()
-                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            let outages = self.inner.outages.reading();
             if let Some(reason) = outages.get(&tool.owner) {
                 return Err(CallOutcome::Failed(server_down(tool, reason)));
             }
@@ -1151,13 +1125,7 @@ impl Gateway {
     /// says so without telling the model to give up.
     fn tool_failure(&self, tool: &Descriptor, error: ToolError) -> CallError {
         if error.kind == FailureKind::UpstreamUnavailable {
-            let down = self
-                .inner
-                .outages
-                .read()
-                .unwrap_or_else(std::sync::PoisonError::into_inner)
-                .get(&tool.owner)
-                .cloned();
+            let down = self.inner.outages.reading().get(&tool.owner).cloned();
             return match down {
                 Some(reason) => server_down(tool, &reason),
                 None => CallError::new(

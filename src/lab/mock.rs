@@ -36,6 +36,7 @@ use serde::Serialize;
 use serde_json::{Value, json};
 
 use super::script::{self, Action, Seen};
+use crate::sync::lock;
 
 /// Largest request body accepted.
 pub const MAX_REQUEST_BYTES: usize = 64 << 20;
@@ -284,12 +285,6 @@ struct State {
     scenario: Mutex<MockScenario>,
     records: Mutex<Records>,
     counter: AtomicUsize,
-}
-
-fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    mutex
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 impl State {

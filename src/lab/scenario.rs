@@ -19,6 +19,7 @@ use serde_json::{Value, json};
 use crate::catalog::{Descriptor, FnTool, Source, ToolOutput};
 
 use super::mock::MockScenario;
+use crate::sync::Locked;
 
 const OWNERS: [&str; 16] = [
     "crm",
@@ -203,17 +204,11 @@ pub struct Executions(Arc<Mutex<Vec<Execution>>>);
 impl Executions {
     /// The executions so far.
     pub fn all(&self) -> Vec<Execution> {
-        self.0
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .clone()
+        self.0.locked().clone()
     }
 
     fn push(&self, execution: Execution) {
-        self.0
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .push(execution);
+        self.0.locked().push(execution);
     }
 }
 

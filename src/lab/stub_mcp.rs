@@ -34,6 +34,7 @@ use rmcp::{RoleServer, ServiceExt};
 use serde_json::{Map, Value, json};
 
 use super::scenario::fresh_nonce;
+use crate::sync::Locked;
 
 /// The built-in listings by name (the stems of the vendored files).
 pub(crate) const LISTINGS: [(&str, &str); 2] = [
@@ -249,10 +250,7 @@ impl Stub {
             "pid": std::process::id(),
         }))?;
         line.push(b'\n');
-        let mut file = self
-            .record
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut file = self.record.locked();
         file.write_all(&line)?;
         file.flush()
     }

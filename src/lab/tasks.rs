@@ -42,6 +42,7 @@ use super::scenario::{
     TARGET_FIELD, TARGET_NAME, fresh_nonce, release_order_schema, synthetic_tools,
 };
 use super::stub_mcp::{self, LISTINGS, unix_ms};
+use crate::sync::Locked;
 
 /// Tools of the synthetic catalog, the target included.
 pub const SYNTHETIC_TOOLS: usize = 56;
@@ -314,10 +315,7 @@ struct Ran(Arc<Mutex<Vec<Execution>>>);
 
 impl Ran {
     fn all(&self) -> Vec<Execution> {
-        self.0
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .clone()
+        self.0.locked().clone()
     }
 }
 
@@ -334,10 +332,7 @@ fn stub(mut tool: Descriptor, yields: Value, ran: &Ran) -> Descriptor {
         let yields = yields.clone();
         async move {
             let nonce = fresh_nonce();
-            ran.0
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner)
-                .push((id, args, nonce.clone(), unix_ms()));
+            ran.0.locked().push((id, args, nonce.clone(), unix_ms()));
             let mut answer = json!({"ok": true, "confirmation": nonce});
             if let (Some(out), Some(extra)) = (answer.as_object_mut(), yields.as_object()) {
                 out.extend(extra.clone());

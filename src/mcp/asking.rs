@@ -19,7 +19,8 @@
 //! admits it; otherwise it is not relayed.
 //!
 //! Never does: send a request to a client other than the caller; relay what the caller did
-//! not declare it can answer; read or change what is asked or answered.
+//! not declare it can answer; change what is asked or answered (an answer carried in an
+//! `input_required` retry is decoded as the result it must be, and passed on as such).
 
 // Sampling, roots and logging are deprecated by the 2026-07-28 revision (SEP-2577), which rmcp
 // marks; clients of the revisions before it (every one in use today) still use them.
@@ -29,6 +30,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use crate::sync::lock;
 use rmcp::ServiceError;
 use rmcp::model::{
     CancelledNotificationParam, ClientCapabilities, ClientResult, CreateMessageRequest,
@@ -254,8 +256,9 @@ impl Answer {
 
 /// What toolsearch, as a client of its upstreams, declares it can answer: all of it, relayed
 /// (each request is then checked against what its caller declared). Roots without
-/// `listChanged`: the roots asked for during a call are that call's caller's, and no single
-/// client's change of roots concerns a server all clients share.
+/// `listChanged`: the roots asked for during a call are that call's caller's; a client's change
+/// of roots is not announced to a server all clients share (which may still keep the roots it
+/// was told during some client's call: roots are advice, not a boundary).
 pub fn declared() -> ClientCapabilities {
     serde_json::from_value(serde_json::json!({
         "sampling": {"tools": {}},
@@ -419,11 +422,17 @@ impl InFlight {
                 request: ask.input_request(),
                 answer,
             };
-            if rounds.send(pending).await.is_err() {
-                return Err(refused("the tool call it was sent for ended".into()));
-            }
+            let asked_and_answered = async {
+                if rounds.send(pending).await.is_err() {
+                    return None;
+                }
+                Some(answered.await)
+            };
             let answer = tokio::select! {
-                answer = answered => answer,
+                answer = asked_and_answered => match answer {
+                    Some(answer) => answer,
+                    None => return Err(refused("the tool call it was sent for ended".into())),
+                },
                 _ = tokio::time::sleep(timeout) => {
                     return Err(refused(format!(
                         "the client did not retry its call with the answer within {} ms (the \
@@ -496,10 +505,4 @@ fn refusal(method: &str, server: &str, why: &str) -> ErrorData {
         format!("toolsearch did not relay {method} from the MCP server {server:?}: {why}"),
         None,
     )
-}
-
-fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    mutex
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
 }

@@ -53,6 +53,7 @@ pub use upstream::{Offer, Status, Upstream};
 use crate::catalog::{CatalogSnapshot, Descriptor};
 use crate::config::McpServer;
 use crate::session::Session;
+use crate::sync::lock;
 
 /// Where an upstream call's progress notifications go: `(progress, total, message)`.
 pub type ProgressSink = Arc<dyn Fn(f64, Option<f64>, Option<String>) + Send + Sync>;
@@ -242,10 +243,4 @@ impl UpstreamsView {
             tracing::warn!(%error, "the catalog could not be republished");
         }
     }
-}
-
-fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    mutex
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
 }

@@ -7,7 +7,8 @@
 //! [`MAX_MCP_MESSAGE_DEPTH`] — and turning it into rmcp's typed message without intermediate
 //! trees: the envelope is read with borrowed raw values (`id`, `result`, `error`), and a response
 //! is parsed straight into the result type its request expects (the transport remembers the
-//! method of each `initialize`, `tools/list`, `tools/call` and `resources/read` request it sends). A `tools/list`
+//! method of each `initialize`, `tools/list`, `tools/call` and `resources/read` request it sends;
+//! a `tools/call` answer that is not a result is tried as an `input_required` one). A `tools/list`
 //! answer is handed to the lister unparsed — `ServerResult::CustomResult(Value::String(the
 //! message's text))`, a private convention with `upstream/listing.rs` — which reads it entry by entry
 //! (`ingest::read_page`), so one malformed or deep tool costs only itself and a page is never
@@ -41,6 +42,7 @@ use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader
 
 use super::bounded::{Violation, nesting};
 use crate::config::input::{MAX_MCP_MESSAGE_BYTES, MAX_MCP_MESSAGE_DEPTH};
+use crate::sync::lock;
 
 /// Largest message decoded by rmcp's generic (untyped-union) decoding: server requests,
 /// notifications and answers to requests other than `initialize`, `tools/list`, `tools/call`
@@ -99,12 +101,6 @@ enum Line {
     Ready,
     TooLarge,
     Eof,
-}
-
-fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    mutex
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 impl<R, W> StdioClient<R, W>

@@ -17,7 +17,7 @@ use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, mpsc};
+use std::sync::{Arc, Mutex, mpsc};
 use std::time::Duration;
 
 use nix::sys::socket::{self, AddressFamily, ControlMessageOwned, MsgFlags, SockFlag, SockType};
@@ -28,6 +28,7 @@ use tokio::sync::{Notify, oneshot, watch};
 use super::error::SandboxError;
 use super::protocol::{WorkerConfig, ZYGOTE_MSG_MAX, ZygoteEvent, ZygoteRequest};
 use super::text::strip_controls;
+use crate::sync::lock;
 
 /// How a worker ended, as the zygote reported it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -38,11 +39,6 @@ pub(crate) enum WorkerExit {
     Signal(i32),
     /// The zygote went away before reporting.
     Unknown,
-}
-
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    // A poisoned lock only means another thread panicked while holding it; the maps stay valid.
-    m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 struct LiveWorker {

@@ -14,6 +14,7 @@ use std::collections::VecDeque;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
+use crate::sync::Locked;
 use tokio::sync::oneshot;
 
 /// Cells one client may have waiting for a slot at once; a further one is answered busy.
@@ -93,13 +94,13 @@ impl Drop for Slot {
     }
 }
 
-fn lock(inner: &Inner) -> MutexGuard<'_, State> {
-    inner.state.lock().unwrap_or_else(|p| p.into_inner())
+fn state(inner: &Inner) -> MutexGuard<'_, State> {
+    inner.state.locked()
 }
 
 /// Hands a freed slot to the next waiting cell in turn, or counts it free.
 fn release(inner: &Arc<Inner>) {
-    let mut state = lock(inner);
+    let mut state = state(inner);
     if !state.closed {
         while let Some((client, mut waiters)) = state.queues.pop_front() {
             let next = waiters.pop_front();
@@ -139,12 +140,12 @@ impl Slots {
 
     /// Free slots now.
     pub fn available(&self) -> usize {
-        lock(&self.inner).free
+        state(&self.inner).free
     }
 
     /// Refuses every waiting and future cell ([`Busy::Closed`]).
     pub fn close(&self) {
-        let mut state = lock(&self.inner);
+        let mut state = state(&self.inner);
         state.closed = true;
         // Dropping the senders wakes the waiters with an error.
         state.queues.clear();
@@ -160,7 +161,7 @@ impl Slots {
         let capped = client.is_some();
         let client = client.unwrap_or_else(|| Arc::from(""));
         let (id, granted) = {
-            let mut state = lock(&self.inner);
+            let mut state = state(&self.inner);
             if state.closed {
                 return Err(Busy::Closed);
             }
@@ -189,7 +190,7 @@ impl Slots {
             Ok(Ok(slot)) => Ok(slot),
             Ok(Err(_)) => Err(Busy::Closed),
             Err(_elapsed) => {
-                let mut state = lock(&self.inner);
+                let mut state = state(&self.inner);
                 // Granted in the meantime: take it after all.
                 if let Ok(slot) = granted.try_recv() {
                     return Ok(slot);
@@ -255,7 +256,7 @@ mod tests {
                 let slot = slots
                     .acquire(Some(client.into()), Duration::from_secs(5))
                     .await;
-                order.lock().unwrap_or_else(|p| p.into_inner()).push(tag);
+                order.locked().push(tag);
                 tokio::time::sleep(Duration::from_millis(5)).await;
                 drop(slot);
             }));
@@ -265,7 +266,7 @@ mod tests {
         for task in tasks {
             let _ = task.await;
         }
-        let order = order.lock().unwrap_or_else(|p| p.into_inner()).clone();
+        let order = order.locked().clone();
         assert_eq!(order, ["a1", "b1", "a2", "a3"]);
         assert_eq!(slots.available(), 1);
     }

@@ -20,6 +20,7 @@ use serde_json::{Map, Value, json};
 use super::{Bridge, BridgeError, BridgeOp};
 use crate::catalog::FailureKind;
 use crate::gateway::{CallError, Gateway};
+use crate::sync::Locked;
 
 tokio::task_local! {
     /// Set while a cell's `openclaw.tools.call` runs in the gateway.
@@ -73,10 +74,7 @@ impl GatewayBridge {
     /// The answer of the last search that succeeded through this bridge (what the cell found,
     /// even when the cell then failed).
     pub fn last_search(&self) -> Option<Value> {
-        self.last_search
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .clone()
+        self.last_search.locked().clone()
     }
 
     fn reject(&self, error: CallError) -> BridgeError {
@@ -148,10 +146,7 @@ impl Bridge for GatewayBridge {
                     .search(&search_request(arg(&args, 0), arg(&args, 1)))
                     .map(|response| response.to_object(self.gateway.search_limits().max_limit()))
                     .map_err(|e| self.reject(e))?;
-                *self
-                    .last_search
-                    .lock()
-                    .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(answer.clone());
+                *self.last_search.locked() = Some(answer.clone());
                 Ok(answer)
             }
             BridgeOp::Describe => self

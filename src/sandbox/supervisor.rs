@@ -15,7 +15,7 @@
 use std::collections::VecDeque;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, Weak};
+use std::sync::{Arc, Mutex, Weak};
 use std::time::{Duration, Instant};
 
 use tokio::sync::Notify;
@@ -27,6 +27,7 @@ use super::error::SandboxError;
 use super::limits::{CellOptions, Limits, clamp_timeout};
 use super::outcome::{CellResult, CellTelemetry, LimitKind, Outcome};
 use super::protocol::{PollWhen, Spin, WorkerConfig, mono_ns};
+use crate::sync::lock;
 
 /// Consecutive failed forks after which the background refill waits for the next cell.
 const REFILL_FAILURES_BEFORE_PAUSE: u32 = 3;
@@ -157,10 +158,6 @@ struct Inner {
     /// The live-worker slots, shared fairly between clients.
     slots: super::fair::Slots,
     closed: AtomicBool,
-}
-
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 impl Drop for Inner {

@@ -24,6 +24,7 @@ use super::index::{RankedHit, Ranking, SearchIndex, SearchSettings};
 use super::semantic::{EmbedError, Embedded, VectorStore, cosine, query_pool};
 use crate::catalog::Descriptor;
 use crate::config::SemanticSettings;
+use crate::sync::Locked;
 
 /// How the two sides are fused. The default weight was chosen on the dev splits of the four
 /// evaluation sets (one weight for all; NDCG@10 over lexical-weight 0.65–0.8, every set
@@ -129,7 +130,7 @@ impl Semantic {
             let spawned = std::thread::Builder::new()
                 .name("toolsearch-embed".into())
                 .spawn(move || {
-                    let _one_at_a_time = BACKGROUND.lock().unwrap_or_else(|e| e.into_inner());
+                    let _one_at_a_time = BACKGROUND.locked();
                     work();
                 });
             if let Err(error) = spawned {

@@ -43,6 +43,7 @@ use super::hit::{Hints, Hit};
 use super::typo::DeletionIndex;
 use crate::catalog::{Descriptor, Fingerprint};
 use crate::policy::Authorized;
+use crate::sync::Locked;
 
 /// At most this many schema nodes are walked for one tool's parameter text (R-1.6: untrusted
 /// schemas are never walked at all; trusted ones are bounded too).
@@ -985,10 +986,7 @@ impl IndexCache {
     pub fn get(&self, view: &Authorized) -> Result<Arc<SearchIndex>, BuildError> {
         let (fingerprint, policy) = view.cache_key();
         let slot = {
-            let mut entries = self
-                .entries
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            let mut entries = self.entries.locked();
             match entries
                 .iter()
                 .position(|(f, p, _)| *f == fingerprint && *p == policy)
@@ -1012,9 +1010,7 @@ impl IndexCache {
                 }
             }
         };
-        let mut built = slot
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut built = slot.locked();
         if let Some(index) = built.as_ref() {
             return Ok(index.clone());
         }

@@ -36,6 +36,7 @@ use crate::surface::{
     CodeAvailability, Dispatch, Format, PromptSection, Recovered, Surface, SurfaceError,
     SurfaceOptions, ToolDefinition,
 };
+use crate::sync::ReadWrite;
 use crate::telemetry::SessionLog;
 
 /// What the model sees for one of its tool calls.
@@ -533,11 +534,7 @@ impl Session {
 
     /// The surface in force: declared tools, prompt sections, the `auto` decision and fallback.
     pub fn surface(&self) -> Arc<Surface> {
-        self.inner
-            .surface
-            .read()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .clone()
+        self.inner.surface.reading().clone()
     }
 
     /// The declared tool definitions.
@@ -582,10 +579,7 @@ impl Session {
         surface.auto = old.auto.clone();
         surface.fallback = old.fallback.clone();
         let changed = surface.tools != old.tools;
-        *inner
-            .surface
-            .write()
-            .unwrap_or_else(std::sync::PoisonError::into_inner) = Arc::new(surface);
+        *inner.surface.writing() = Arc::new(surface);
         if changed {
             inner.changes.send_modify(|generation| *generation += 1);
         }

@@ -54,6 +54,7 @@ use crate::gateway::{CallError, CallOutcome, ClientCall, Envelope, Gateway};
 use crate::policy::Authorized;
 use crate::sandbox::{CellOptions, CellResult, GatewayBridge, Supervisor};
 use crate::search::lookup::{self, Resolution};
+use crate::sync::Locked;
 
 /// Wire format of tool definitions.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -259,20 +260,13 @@ fn names_for(view: &Authorized) -> Arc<ProviderNames> {
     static CACHE: OnceLock<NameCache> = OnceLock::new();
     let key = view.cache_key();
     let cache = CACHE.get_or_init(|| Mutex::new(VecDeque::new()));
-    if let Some((_, names)) = cache
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
-        .iter()
-        .find(|(k, _)| *k == key)
-    {
+    if let Some((_, names)) = cache.locked().iter().find(|(k, _)| *k == key) {
         return names.clone();
     }
     let names = Arc::new(ProviderNames::assign(
         view.tools().chain(view.direct_only()),
     ));
-    let mut entries = cache
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    let mut entries = cache.locked();
     if entries.len() >= 8 {
         entries.pop_front();
     }
@@ -299,12 +293,7 @@ fn directory_for(
         style == DirectoryStyle::Namespaces,
     );
     let cache = CACHE.get_or_init(|| Mutex::new(VecDeque::new()));
-    if let Some((_, text)) = cache
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
-        .iter()
-        .find(|(k, _)| *k == key)
-    {
+    if let Some((_, text)) = cache.locked().iter().find(|(k, _)| *k == key) {
         return text.clone();
     }
     let text = Arc::new(match style {
@@ -321,9 +310,7 @@ fn directory_for(
         }
         DirectoryStyle::Namespaces => namespace_index(view, names),
     });
-    let mut entries = cache
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    let mut entries = cache.locked();
     if entries.len() >= 16 {
         entries.pop_front();
     }
@@ -788,11 +775,7 @@ impl Surface {
                     }
                     _ => None,
                 };
-                *self
-                    .last_step
-                    .lock()
-                    .unwrap_or_else(std::sync::PoisonError::into_inner) =
-                    next.as_ref().map(|step| step.id.clone());
+                *self.last_step.locked() = next.as_ref().map(|step| step.id.clone());
                 Dispatch::Cell(result, next.map(|step| step.text))
             }
             None => Dispatch::Cell(
@@ -851,11 +834,7 @@ impl Surface {
         name: &str,
         plan: &recover::Plan,
     ) -> (Dispatch, Recovered) {
-        let last_step = self
-            .last_step
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .clone();
+        let last_step = self.last_step.locked().clone();
         let named = last_step.and_then(|id| plan.naming(&id));
         let plan = named.as_ref().unwrap_or(plan);
         let unknown = plan.form == recover::Form::UnknownName;

@@ -4,8 +4,9 @@
 
 use serde_json::json;
 
-use super::super::kit::{Args, Handler, Reply, fail, lock, ok};
+use super::super::kit::{Args, Handler, Reply, fail, ok};
 use super::super::world::DemoWorld;
+use crate::sync::lock;
 
 pub(crate) fn handler(name: &str) -> Option<Handler> {
     Some(match name {

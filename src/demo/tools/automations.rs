@@ -12,9 +12,10 @@ use serde_json::{Value, json};
 use super::super::clock::{
     DAY, DEMO_NOW, civil_from_days, format_offset, format_utc, parse_timestamp, weekday_index, zone,
 };
-use super::super::kit::{Args, Handler, Reply, fail, lock, next_id, not_found, ok, ok_text};
+use super::super::kit::{Args, Handler, Reply, fail, next_id, not_found, ok, ok_text};
 use super::super::world::DemoWorld;
 use crate::catalog::ToolError;
+use crate::sync::lock;
 
 pub(crate) fn handler(name: &str) -> Option<Handler> {
     Some(match name {

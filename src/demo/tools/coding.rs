@@ -22,9 +22,10 @@ use std::collections::{BTreeMap, BTreeSet};
 use serde_json::{Value, json};
 
 use super::super::clock::{DEMO_NOW, format_utc};
-use super::super::kit::{Args, Handler, Reply, fail, lock, ok, ok_text};
+use super::super::kit::{Args, Handler, Reply, fail, ok, ok_text};
 use super::super::world::DemoWorld;
 use crate::catalog::ToolError;
+use crate::sync::lock;
 
 const MAX_COMMAND: usize = 10_000;
 const MAX_STAGES: usize = 16;

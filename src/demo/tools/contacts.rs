@@ -7,11 +7,10 @@ use serde_json::{Value, json};
 use super::super::clock::{
     DAY, DEMO_NOW, civil_from_days, days_from_civil, format_date, month_days, parse_date,
 };
-use super::super::kit::{
-    Args, Handler, Reply, fail, lock, matches_all, next_id, not_found, ok, ok_text,
-};
+use super::super::kit::{Args, Handler, Reply, fail, matches_all, next_id, not_found, ok, ok_text};
 use super::super::world::DemoWorld;
 use crate::catalog::ToolError;
+use crate::sync::lock;
 
 pub(crate) fn handler(name: &str) -> Option<Handler> {
     Some(match name {

@@ -6,11 +6,10 @@ use std::collections::BTreeMap;
 use serde_json::{Value, json};
 
 use super::super::clock::{DAY, DEMO_NOW, format_date, format_utc};
-use super::super::kit::{
-    Args, Handler, Reply, fail, lock, next_id, not_found, ok, ok_text, round_to,
-};
+use super::super::kit::{Args, Handler, Reply, fail, next_id, not_found, ok, ok_text, round_to};
 use super::super::world::DemoWorld;
 use crate::catalog::ToolError;
+use crate::sync::lock;
 
 pub(crate) fn handler(name: &str) -> Option<Handler> {
     Some(match name {

@@ -6,9 +6,10 @@ use serde_json::{Value, json};
 
 use super::super::clock::{DAY, DEMO_NOW, format_utc};
 use super::super::kit::{
-    Args, Handler, Reply, fail, lock, match_count, next_id, not_found, ok, ok_text, words,
+    Args, Handler, Reply, fail, match_count, next_id, not_found, ok, ok_text, words,
 };
 use super::super::world::DemoWorld;
+use crate::sync::lock;
 
 pub(crate) fn handler(name: &str) -> Option<Handler> {
     Some(match name {

@@ -7,9 +7,10 @@ use std::collections::BTreeMap;
 
 use serde_json::{Value, json};
 
-use super::super::kit::{Args, Handler, Reply, fail, lock, ok, ok_text, round_to};
+use super::super::kit::{Args, Handler, Reply, fail, ok, ok_text, round_to};
 use super::super::world::DemoWorld;
 use crate::catalog::ToolError;
+use crate::sync::lock;
 
 pub(crate) fn handler(name: &str) -> Option<Handler> {
     Some(match name {

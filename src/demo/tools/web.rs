@@ -4,11 +4,10 @@
 use serde_json::{Value, json};
 
 use super::super::clock::{DAY, DEMO_NOW, days_from_civil, format_date, format_utc};
-use super::super::kit::{
-    Args, Handler, Reply, fail, lock, match_count, next_id, not_found, ok, ok_text,
-};
+use super::super::kit::{Args, Handler, Reply, fail, match_count, next_id, not_found, ok, ok_text};
 use super::super::world::DemoWorld;
 use crate::catalog::ToolError;
+use crate::sync::lock;
 
 pub(crate) fn handler(name: &str) -> Option<Handler> {
     Some(match name {

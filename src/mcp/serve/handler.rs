@@ -1,8 +1,9 @@
 //! The MCP server handler over one [`Session`]: `tools/list` (paginated), `tools/call`
-//! answered by [`Session::handle`] and its result's MCP shape, the upstreams' resources
+//! answered by [`Session::handle`] on the call's own task (for a 2026-07-28 client possibly in
+//! rounds, `super::rounds`) and its result's MCP shape, the upstreams' resources
 //! ([`Resources`]: listed, read, subscribed to, their updates relayed to the clients that
 //! subscribed) and prompts ([`Prompts`]: listed, got), list-changed and progress notifications, and draining (refusing new calls,
-//! waiting for those in flight and for the answers being written).
+//! waiting for those in flight, parked ones too, and for the answers being written).
 //!
 //! Never does: listen, or read a transport (`stdio.rs`, `http.rs`).
 
@@ -38,6 +39,7 @@ use crate::mcp::resources::Resources;
 use crate::mcp::{Federated, Offer, PROGRESS, ProgressSink};
 use crate::session::{Reply, Session};
 use crate::surface::Format;
+use crate::sync::lock;
 
 /// The MCP server handler over a session.
 #[derive(Clone)]
@@ -107,6 +109,7 @@ impl Handler {
         name: String,
         arguments: Value,
         context: &RequestContext<RoleServer>,
+        inflight: InFlight,
     ) -> Running {
         // Code cells are scheduled fairly between clients.
         let client = client_key(context);
@@ -147,6 +150,7 @@ impl Handler {
         });
         Running::start(
             async move {
+                let _inflight = inflight;
                 let call = async move {
                     match progress {
                         Some(sink) => PROGRESS.scope(sink, call).await,
@@ -294,19 +298,20 @@ impl Drop for Answering {
     }
 }
 
-/// One call in flight; counted out (waking a drain) when dropped.
-struct InFlight<'a>(&'a Drain);
+/// One call in flight (parked ones too: its task holds this); counted out (waking a drain)
+/// when dropped.
+struct InFlight(Arc<Drain>);
 
 impl Drain {
-    fn enter(&self) -> Option<InFlight<'_>> {
+    fn enter(self: &Arc<Self>) -> Option<InFlight> {
         self.inflight.fetch_add(1, Ordering::SeqCst);
-        let call = InFlight(self);
+        let call = InFlight(self.clone());
         // Checked after counting in, so a drain that saw 0 in flight never misses this call.
         (!self.closing.load(Ordering::SeqCst)).then_some(call)
     }
 }
 
-impl Drop for InFlight<'_> {
+impl Drop for InFlight {
     fn drop(&mut self) {
         if self.0.inflight.fetch_sub(1, Ordering::SeqCst) == 1 {
             self.0.idle.notify_waiters();
@@ -630,13 +635,6 @@ impl ServerHandler for Handler {
         mut request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
-        let Some(_inflight) = self.drain.enter() else {
-            return Err(McpError::internal_error(
-                "the server is shutting down (SIGTERM or Ctrl-C): no new calls are accepted; \
-                 calls already running finish within the grace period",
-                None,
-            ));
-        };
         let name = request.name.to_string();
         let surface = self.session.surface();
         if surface.target_of(&name).is_none() && surface.mode != Mode::Directory {
@@ -650,22 +648,37 @@ impl ServerHandler for Handler {
             .take()
             .map(Value::Object)
             .unwrap_or_else(|| json!({}));
-        // A retry of a call in rounds: its answers go to what it asked, and it goes on.
+        // A retry of a call in rounds: its answers go to what it asked, and it goes on (also
+        // while shutting down: it is a call already running).
         let running = match request.request_state.as_deref() {
             Some(state) => {
                 let mut running = self.rounds.resume(state, &name)?;
                 running.answer(request.input_responses.take().unwrap_or_default());
                 running
             }
-            None => self.start_call(name.clone(), arguments, &context),
+            None => {
+                let Some(inflight) = self.drain.enter() else {
+                    return Err(McpError::internal_error(
+                        "the server is shutting down (SIGTERM or Ctrl-C): no new calls are \
+                         accepted; calls already running finish within the grace period",
+                        None,
+                    ));
+                };
+                self.start_call(name.clone(), arguments, &context, inflight)
+            }
         };
+        let client = client_key(&context);
         let turn = tokio::select! {
-            turn = running.turn(&self.rounds, &name) => turn?,
+            turn = running.turn(&self.rounds, &name, &client) => turn?,
             _ = context.ct.cancelled() => return Err(cancelled()),
         };
         match turn {
             Turn::Ended(Ok(reply)) => Ok(CallToolResponse::Complete(tool_result(reply))),
             Turn::Asking(asking) => Ok(CallToolResponse::InputRequired(asking)),
+            Turn::Panicked => Err(McpError::internal_error(
+                "the call failed inside toolsearch (a bug: its task panicked); see the server's log",
+                None,
+            )),
             Turn::Ended(Err(())) => Err(McpError::internal_error(
                 format!(
                     "the server is shutting down (SIGTERM or Ctrl-C) and this call was still \
@@ -731,12 +744,6 @@ fn client_key(context: &RequestContext<RoleServer>) -> Arc<str> {
         .get::<http::request::Parts>()
         .and_then(|parts| parts.extensions.get::<ClientKey>())
         .map_or_else(|| Arc::from("stdio"), |key| key.0.clone())
-}
-
-fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    mutex
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 /// Relays toolsearch's own log messages to one client at the level it set, as logger

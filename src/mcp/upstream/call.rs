@@ -20,7 +20,7 @@ use crate::catalog::{
 };
 use crate::config::McpTransport;
 use crate::mcp::PROGRESS;
-use crate::mcp::asking::Ask;
+use crate::mcp::asking::{Ask, MAX_ASKS_PER_CALL};
 use crate::mcp::transport::TRANSPORT_ERROR;
 
 impl Upstream {
@@ -143,7 +143,8 @@ impl Upstream {
         arguments: Map<String, Value>,
     ) -> Result<ToolOutput, Broken> {
         let mut params = CallToolRequestParams::new(raw_name.to_string()).with_arguments(arguments);
-        for _ in 0..=MAX_INPUT_ROUNDS {
+        let (mut round, mut asked_in_all) = (0, 0);
+        loop {
             let request = ClientRequest::CallToolRequest(Request::new(params.clone()));
             let mut options = PeerRequestOptions::no_options();
             options.timeout = Some(self.config.call_timeout);
@@ -174,41 +175,60 @@ impl Upstream {
                 Ok(ServerResult::InputRequiredResult(asked)) => asked,
                 answer => return self.outcome(answer),
             };
-            let mut responses = rmcp::model::InputResponses::new();
-            for (key, request) in asked.input_requests.unwrap_or_default() {
-                let Some(ask) = Ask::from_input(request) else {
-                    return Err(Broken::Tool(ToolError::new(format!(
-                        "the MCP server {:?} asked for input of a kind toolsearch does not know",
-                        self.config.name
-                    ))));
-                };
-                let never = tokio_util::sync::CancellationToken::new();
-                let answer = self
-                    .calls
-                    .ask(
-                        &self.config.name,
-                        &id,
-                        ask,
-                        &never,
-                        self.config.call_timeout,
-                    )
-                    .await
-                    .map_err(|refused| {
-                        Broken::Tool(ToolError::new(format!(
-                            "the MCP server {:?} asked for input and got none: {}",
-                            self.config.name, refused.message
-                        )))
-                    })?;
-                responses.insert(key, answer.into_value());
+            let requests = asked.input_requests.unwrap_or_default();
+            asked_in_all += requests.len();
+            if round == MAX_INPUT_ROUNDS || asked_in_all > MAX_ASKS_PER_CALL as usize {
+                return Err(Broken::Tool(ToolError::new(format!(
+                    "the MCP server {:?} kept asking for input (input_required) past \
+                     {MAX_INPUT_ROUNDS} rounds or {MAX_ASKS_PER_CALL} requests in one call; the \
+                     call was given up",
+                    self.config.name
+                ))));
             }
-            params.input_responses = Some(responses);
+            params.input_responses = Some(self.answers(&id, requests).await?);
             params.request_state = asked.request_state;
+            round += 1;
         }
-        Err(Broken::Tool(ToolError::new(format!(
-            "the MCP server {:?} asked for input in more than {MAX_INPUT_ROUNDS} rounds of one \
-             call; it was given up",
-            self.config.name
-        ))))
+    }
+
+    /// The caller's answers to what the server asked in an `input_required` answer of the
+    /// call sent as `id`, asked at once (a 2026-07-28 caller gets them in one round).
+    async fn answers(
+        &self,
+        id: &rmcp::model::RequestId,
+        requests: rmcp::model::InputRequests,
+    ) -> Result<rmcp::model::InputResponses, Broken> {
+        let mut asking = tokio::task::JoinSet::new();
+        for (key, request) in requests {
+            let Some(ask) = Ask::from_input(request) else {
+                return Err(Broken::Tool(ToolError::new(format!(
+                    "the MCP server {:?} asked for input of a kind toolsearch does not know",
+                    self.config.name
+                ))));
+            };
+            let (calls, server, id) = (self.calls.clone(), self.config.name.clone(), id.clone());
+            let timeout = self.config.call_timeout;
+            asking.spawn(async move {
+                let never = tokio_util::sync::CancellationToken::new();
+                (key, calls.ask(&server, &id, ask, &never, timeout).await)
+            });
+        }
+        let mut responses = rmcp::model::InputResponses::new();
+        while let Some(joined) = asking.join_next().await {
+            let Ok((key, answer)) = joined else {
+                return Err(Broken::Tool(ToolError::new(
+                    "asking the caller failed inside toolsearch (a bug: its task panicked)",
+                )));
+            };
+            let answer = answer.map_err(|refused| {
+                Broken::Tool(ToolError::new(format!(
+                    "the MCP server {:?} asked for input and got none: {}",
+                    self.config.name, refused.message
+                )))
+            })?;
+            responses.insert(key, answer.into_value());
+        }
+        Ok(responses)
     }
 
     /// The call's outcome from the server's final answer.

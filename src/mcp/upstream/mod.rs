@@ -5,7 +5,8 @@
 //! its own process group — under a supervisor process ([`super::supervise`]) that kills every
 //! descendant of the server when the server exits or the gateway goes away, `kill -9` included;
 //! without one, killed with the group when the gateway drops it — or a streamable-HTTP
-//! connection; a stdio child speaks through [`super::transport`]), the MCP handshake and
+//! connection; a stdio child speaks through [`super::transport`]), the MCP handshake (or
+//! `server/discover`, per the server's `protocol` setting) and
 //! `tools/list` through every page — up to the per-server tool cap, then no further page is
 //! asked for — within `startupTimeoutMs`, re-listing on `notifications/tools/list_changed`,
 //! draining the child's
@@ -54,6 +55,7 @@ use super::bounded::Violation;
 use super::ingest::{Filters, Ingested};
 use crate::catalog::Descriptor;
 use crate::config::{McpServer, McpTransport};
+use crate::sync::lock;
 use call::McpTool;
 use child::ChildGroup;
 pub use error::UpstreamError;
@@ -251,12 +253,6 @@ fn lifecycle(protocol: crate::config::McpProtocol) -> rmcp::ClientLifecycleMode 
 
 fn token_key(token: &rmcp::model::ProgressToken) -> String {
     serde_json::to_string(token).unwrap_or_default()
-}
-
-fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    mutex
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 /// A live connection: the service (whose end means the connection ended) and the child.

@@ -54,39 +54,27 @@ impl Upstream {
             return;
         };
         let resources = self
-            .pages(peer, "resources/list", |cursor| {
-                ClientRequest::ListResourcesRequest(RequestOptionalParam::with_param(
-                    PaginatedRequestParams::default().with_cursor(cursor),
-                ))
-            })
-            .await
-            .map(|pages| {
-                pages
-                    .into_iter()
-                    .flat_map(|page| match page {
-                        ServerResult::ListResourcesResult(page) => page.resources,
-                        _ => Vec::new(),
-                    })
-                    .take(MAX_RESOURCES_PER_SERVER)
-                    .collect::<Vec<_>>()
-            });
+            .listed(
+                peer,
+                "resources/list",
+                ClientRequest::ListResourcesRequest,
+                |page| match page {
+                    ServerResult::ListResourcesResult(page) => page.resources,
+                    _ => Vec::new(),
+                },
+            )
+            .await;
         let templates = self
-            .pages(peer, "resources/templates/list", |cursor| {
-                ClientRequest::ListResourceTemplatesRequest(RequestOptionalParam::with_param(
-                    PaginatedRequestParams::default().with_cursor(cursor),
-                ))
-            })
-            .await
-            .map(|pages| {
-                pages
-                    .into_iter()
-                    .flat_map(|page| match page {
-                        ServerResult::ListResourceTemplatesResult(page) => page.resource_templates,
-                        _ => Vec::new(),
-                    })
-                    .take(MAX_RESOURCES_PER_SERVER)
-                    .collect::<Vec<_>>()
-            });
+            .listed(
+                peer,
+                "resources/templates/list",
+                ClientRequest::ListResourceTemplatesRequest,
+                |page| match page {
+                    ServerResult::ListResourceTemplatesResult(page) => page.resource_templates,
+                    _ => Vec::new(),
+                },
+            )
+            .await;
         let mut offered = lock(&self.offered);
         offered.resources = true;
         offered.subscribe = capability.subscribe == Some(true);
@@ -103,6 +91,29 @@ impl Upstream {
                 tracing::debug!(server = %self.config.name, %reason, "resources/templates/list failed")
             }
         }
+    }
+
+    /// The entries of one listing (each page's, by `items`), at most
+    /// [`MAX_RESOURCES_PER_SERVER`]; a request of it is `wrap` of its paginated parameters.
+    async fn listed<M: Default, T>(
+        &self,
+        peer: &Peer<RoleClient>,
+        method: &str,
+        wrap: impl Fn(RequestOptionalParam<M, PaginatedRequestParams>) -> ClientRequest,
+        items: impl Fn(ServerResult) -> Vec<T>,
+    ) -> Result<Vec<T>, String> {
+        let pages = self
+            .pages(peer, method, |cursor| {
+                wrap(RequestOptionalParam::with_param(
+                    PaginatedRequestParams::default().with_cursor(cursor),
+                ))
+            })
+            .await?;
+        Ok(pages
+            .into_iter()
+            .flat_map(items)
+            .take(MAX_RESOURCES_PER_SERVER)
+            .collect())
     }
 
     /// Every page of one listing, following `nextCursor` (at most [`MAX_PAGES`] pages, and no

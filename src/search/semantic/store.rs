@@ -18,6 +18,7 @@ use std::sync::{Arc, Mutex};
 
 use super::cache::{CacheError, TextKey, VectorCache, text_key};
 use super::embedder::{EmbedError, Embedder};
+use crate::sync::Locked;
 
 /// Texts embedded and written to the cache as one segment.
 pub const STORE_CHUNK: usize = 512;
@@ -118,21 +119,12 @@ impl VectorStore {
     /// (never written to disk: queries are not worth it). The lock is not held while embedding,
     /// so two threads asking a new query at once may both embed it.
     pub fn query(&self, text: &str) -> Result<Vector, EmbedError> {
-        if let Some(vector) = self
-            .recent
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .get(text)
-            .cloned()
-        {
+        if let Some(vector) = self.recent.locked().get(text).cloned() {
             self.query_hits.fetch_add(1, Ordering::Relaxed);
             return Ok(vector);
         }
         let vector = Vector::from(self.embedder.embed_one(text)?);
-        self.recent
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .put(text.to_string(), vector.clone());
+        self.recent.locked().put(text.to_string(), vector.clone());
         Ok(vector)
     }
 
@@ -147,7 +139,7 @@ impl VectorStore {
         let mut missing: Vec<(TextKey, &str)> = Vec::new();
         let mut cached = 0;
         {
-            let memory = self.memory.lock().unwrap_or_else(|e| e.into_inner());
+            let memory = self.memory.locked();
             let mut seen = std::collections::HashSet::new();
             for (key, text) in keys.iter().zip(texts) {
                 if !seen.insert(*key) {
@@ -175,12 +167,12 @@ impl VectorStore {
                     tracing::warn!(%error, "vector cache not written");
                 }
             }
-            let mut memory = self.memory.lock().unwrap_or_else(|e| e.into_inner());
+            let mut memory = self.memory.locked();
             for ((key, _), vector) in chunk.iter().zip(vectors) {
                 memory.insert(*key, Vector::from(vector));
             }
         }
-        let memory = self.memory.lock().unwrap_or_else(|e| e.into_inner());
+        let memory = self.memory.locked();
         let vectors =
             keys.iter()
                 .map(|key| {

@@ -416,3 +416,48 @@ fn an_upstream_of_the_2026_revision_asks_in_rounds_and_its_caller_answers() {
         }
     }
 }
+
+#[test]
+fn a_parked_calls_state_resumes_it_once_and_only_for_its_tool() {
+    // A 2026-07-28 client drives the rounds by hand through serve over HTTP.
+    let upstream = OverHttp::start();
+    let mut spec = client("a", "direct", "test_roots", json!({}));
+    spec["manual"] = json!("test_sampling");
+    spec["roots"] = json!(["file:///declared"]);
+    let out = ask(json!({"url": upstream.url}), "direct", true, json!([spec]));
+    let rounds = &out["a"]["rounds"];
+    let [first, other_tool, made_up, answered, again] = [0, 1, 2, 3, 4].map(|i| &rounds[i]);
+    // The first answer asks for roots, under a state of 32 hex digits.
+    assert_eq!(first["resultType"], "input_required", "{out}");
+    let state = first["requestState"].as_str().unwrap();
+    assert!(
+        state.len() == 32 && state.chars().all(|c| c.is_ascii_hexdigit()),
+        "{state}"
+    );
+    let asked: Vec<_> = first["inputRequests"]
+        .as_object()
+        .unwrap()
+        .values()
+        .collect();
+    assert_eq!(asked.len(), 1, "{out}");
+    assert_eq!(asked[0]["method"], "roots/list", "{out}");
+    // Another tool's retry is refused naming the state's tool; the call still waits.
+    let refused = other_tool["error"].as_str().unwrap();
+    assert!(
+        refused.contains(r#"belongs to a call of "test_roots""#),
+        "{refused}"
+    );
+    let made_up = made_up["error"].as_str().unwrap();
+    assert!(
+        made_up.contains("unknown or expired requestState"),
+        "{made_up}"
+    );
+    // The answering retry takes the call on where it was.
+    assert_eq!(
+        answered["content"][0]["text"], "Roots: file:///manual",
+        "{out}"
+    );
+    // A state resumes once.
+    let again = again["error"].as_str().unwrap();
+    assert!(again.contains("unknown or expired requestState"), "{again}");
+}
