@@ -304,10 +304,15 @@ struct InFlight(Arc<Drain>);
 
 impl Drain {
     fn enter(self: &Arc<Self>) -> Option<InFlight> {
-        self.inflight.fetch_add(1, Ordering::SeqCst);
-        let call = InFlight(self.clone());
+        let call = self.hold();
         // Checked after counting in, so a drain that saw 0 in flight never misses this call.
         (!self.closing.load(Ordering::SeqCst)).then_some(call)
+    }
+
+    /// Counts one more in flight, closing or not.
+    fn hold(self: &Arc<Self>) -> InFlight {
+        self.inflight.fetch_add(1, Ordering::SeqCst);
+        InFlight(self.clone())
     }
 }
 
@@ -668,6 +673,10 @@ impl ServerHandler for Handler {
             }
         };
         let client = client_key(&context);
+        // The call's task counts it in flight while it runs (and while it is parked); this
+        // request counts it too until its answer is handed to the transport, so a drain that
+        // ends with the last call never cancels the connection before that answer is written.
+        let _answering = self.drain.hold();
         let turn = tokio::select! {
             turn = running.turn(&self.rounds, &name, &client) => turn?,
             _ = context.ct.cancelled() => return Err(cancelled()),

@@ -23,6 +23,10 @@ use crate::mcp::PROGRESS;
 use crate::mcp::asking::{Ask, MAX_ASKS_PER_CALL};
 use crate::mcp::transport::TRANSPORT_ERROR;
 
+/// How many times a call that got its answer yields before it leaves the upstream's calls, so
+/// that the tasks handling the server's notifications sent before that answer run first.
+const NOTIFICATION_TURNS: usize = 4;
+
 impl Upstream {
     /// The live connection's peer, waiting (up to `startupTimeoutMs`) while the server starts.
     /// The live connection once the server is ready; `not` skips a connection already found
@@ -166,6 +170,12 @@ impl Upstream {
             };
             let answer = handle.await_response().await;
             cancel.peer = None;
+            // The server's notifications sent before its answer (log messages) are handled on
+            // tasks of their own, which may not have run yet: this call stays registered, so
+            // they still find its caller, until they had their turn.
+            for _ in 0..NOTIFICATION_TURNS {
+                tokio::task::yield_now().await;
+            }
             if registered {
                 lock(&self.progress).remove(&token);
             }
