@@ -12,7 +12,7 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
-pub use crate::catalog::file::{LineIssue, LoadedFile, parse as parse_catalog_text};
+pub use crate::catalog::file::{LineIssue, LoadedFile, parse_catalog};
 pub use crate::catalog::{CatalogSnapshot, Descriptor, Source};
 pub use crate::config::input::MAX_DOCUMENT_DEPTH;
 pub use crate::config::{
@@ -30,13 +30,13 @@ pub use crate::sandbox::{Limits, LogLine, Outcome};
 pub use crate::search::SearchIndex;
 pub use crate::search::batch::{
     BatchError, MAX_LIMIT_SUM, MAX_QUERIES, MAX_QUERY_CHARS, MAX_QUERY_LIST_BYTES, QuerySpec,
-    Request as SearchRequest, parse as parse_search_request,
+    SearchRequest, parse_search_request,
 };
 pub use crate::signature::{
     INPUT_BOUNDS, NODE_BUDGET, OUTPUT_BOUNDS, Signature, input_signature, output_signature,
 };
 pub use crate::surface::ProviderNames;
-pub use crate::surface::names_is_valid as is_valid_provider_name;
+pub use crate::surface::is_valid_provider_name;
 
 /// The catalog-file loader on a file's bytes (what [`crate::load_catalog_file`] does after the
 /// bounded read): non-UTF-8 lines are skipped with their numbers, the rest loads.
@@ -86,7 +86,7 @@ pub struct CompiledSchema(Arc<jsonschema::Validator>);
 impl CompiledSchema {
     /// Compiles `schema` (normalizing draft-04 leftovers as the gateway does), or says why not.
     pub fn new(schema: &Value) -> Result<CompiledSchema, String> {
-        crate::gateway::compile_schema(schema, "input").map(CompiledSchema)
+        crate::gateway::validate::compile(schema, "input").map(CompiledSchema)
     }
 
     /// The validator's own verdict.
@@ -102,9 +102,9 @@ impl CompiledSchema {
         schema: &Value,
         instance: &Value,
     ) -> (Vec<(String, String)>, String) {
-        let problems = crate::gateway::argument_problems(&self.0, schema, instance);
+        let problems = crate::gateway::validate::problems(&self.0, schema, instance);
         let signature = input_signature(schema).text;
-        let text = crate::gateway::render_problems(tool_id, &problems, &signature);
+        let text = crate::gateway::validate::render(tool_id, &problems, &signature);
         (
             problems.into_iter().map(|p| (p.path, p.reason)).collect(),
             text,
@@ -113,7 +113,7 @@ impl CompiledSchema {
 }
 
 /// Most validation problems reported for one call.
-pub const MAX_REPORTED_ERRORS: usize = crate::gateway::MAX_REPORTED_ERRORS;
+pub const MAX_REPORTED_ERRORS: usize = crate::gateway::validate::MAX_REPORTED_ERRORS;
 
 /// What the supervisor made of the bytes a worker wrote.
 #[derive(Debug)]

@@ -54,8 +54,7 @@ pub use agent::{
     ProviderError, RequestRecord, StopReason,
 };
 pub use catalog::file::{
-    FileError as CatalogFileError, LineIssue, LoadedFile, load as load_catalog_file,
-    parse as parse_catalog,
+    CatalogFileError, LineIssue, LoadedFile, load_catalog_file, parse_catalog,
 };
 pub use catalog::{
     BoxFuture, CallContext, CatalogIssue, CatalogMode, CatalogSnapshot, Descriptor, ExecutionMode,
@@ -72,15 +71,15 @@ pub use gateway::{
     Operation, Recovery, RunContext, ToolRef,
 };
 pub use mcp::serve::{HttpListener, ServeError, ServeOptions};
-pub use mcp::{Status as UpstreamStatus, Upstream, Upstreams};
+pub use mcp::{Upstream, UpstreamStatus, Upstreams};
 pub use policy::{Authorized, Policy, PolicyError};
 pub use sandbox::{
     ALLOWED_SYSCALLS, Bridge, BridgeError, BridgeOp, CallPhases, CellOptions, CellPhases,
     CellResult, CellTelemetry, GatewayBridge, LimitKind, Limits, LogLevel, LogLine, Outcome,
     PollWhen, Polling, SandboxError, Supervisor, SupervisorConfig,
 };
-pub use search::answer::Missing as MissingName;
-pub use search::batch::{Response as SearchResponse, Searched, Single as SingleSearch};
+pub use search::answer::MissingName;
+pub use search::batch::{SearchResponse, Searched, SingleSearch};
 /// Hybrid search: the lexical ranking fused with sentence-vector cosine.
 #[cfg(feature = "semantic")]
 pub use search::hybrid;
@@ -89,7 +88,7 @@ pub use search::hybrid;
 pub use search::semantic;
 pub use search::{Hit, IndexCache, IndexStats, RankedHit, Ranking, SearchIndex, SearchSettings};
 pub use session::{Reply, Session, SessionBuilder, SessionError};
-pub use signature::{Bounds as SignatureBounds, Signature, input_signature, output_signature};
+pub use signature::{Signature, SignatureBounds, input_signature, output_signature};
 pub use surface::{
     AutoDecision, Control, Format, Guidance, PromptSection, ProviderNames, Recovered, Surface,
     Target, ToolDefinition, Vocabulary,

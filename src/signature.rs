@@ -34,13 +34,13 @@
 //!   `UNRENDERED_KEYWORDS` mark the hint incomplete; what else the schema says is still rendered, so a
 //!   bare `$ref` is `unknown`.
 //!
-//! # Bounds and invariants
+//! # SignatureBounds and invariants
 //! - Chars are Unicode scalar values. An input hint over 300 chars, or of a non-object schema,
 //!   is exactly `unknown`; an output hint is `Some` only when complete, closed all the way down and
 //!   within 800 chars. Rendering stops as soon as the bound is passed, so the buffer never grows much
 //!   beyond it.
 //! - Depth: the root is depth 0 and every step into a property, `items` or a union variant adds one. A
-//!   schema deeper than [`Bounds::max_depth`] renders as `unknown` and marks the hint incomplete. This is
+//!   schema deeper than [`SignatureBounds::max_depth`] renders as `unknown` and marks the hint incomplete. This is
 //!   also the recursion bound: the walker's stack depth is at most `max_depth + 1` frames whatever the
 //!   JSON, so a 128-deep schema cannot overflow the stack.
 //! - At most [`NODE_BUDGET`] schema nodes are visited per render (each schema object, `required` entry,
@@ -73,17 +73,17 @@ pub struct Signature {
 }
 
 impl Signature {
-    /// Bounds of an input hint: 300 chars, depth 4, 16 properties.
-    pub const INPUT_BOUNDS: Bounds = INPUT_BOUNDS;
-    /// Bounds of an output hint: 800 chars, depth 6, 22 properties.
-    pub const OUTPUT_BOUNDS: Bounds = OUTPUT_BOUNDS;
+    /// SignatureBounds of an input hint: 300 chars, depth 4, 16 properties.
+    pub const INPUT_BOUNDS: SignatureBounds = INPUT_BOUNDS;
+    /// SignatureBounds of an output hint: 800 chars, depth 6, 22 properties.
+    pub const OUTPUT_BOUNDS: SignatureBounds = OUTPUT_BOUNDS;
     /// Most schema nodes one render visits, whatever the schema's size.
     pub const NODE_BUDGET: usize = NODE_BUDGET;
 }
 
-/// Bounds for one kind of hint.
+/// SignatureBounds for one kind of hint.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Bounds {
+pub struct SignatureBounds {
     /// Longest hint, in Unicode scalar values; a longer rendering is discarded.
     pub max_chars: usize,
     /// Deepest schema level rendered below the root (root = 0); deeper schemas render as `unknown`.
@@ -92,15 +92,15 @@ pub struct Bounds {
     pub max_properties: usize,
 }
 
-/// Bounds of an input hint.
-pub const INPUT_BOUNDS: Bounds = Bounds {
+/// SignatureBounds of an input hint.
+pub const INPUT_BOUNDS: SignatureBounds = SignatureBounds {
     max_chars: 300,
     max_depth: 4,
     max_properties: 16,
 };
 
-/// Bounds of an output hint.
-pub const OUTPUT_BOUNDS: Bounds = Bounds {
+/// SignatureBounds of an output hint.
+pub const OUTPUT_BOUNDS: SignatureBounds = SignatureBounds {
     max_chars: 800,
     max_depth: 6,
     max_properties: 22,
@@ -241,7 +241,7 @@ struct Mark {
 
 struct Renderer<'a> {
     hint: Hint,
-    bounds: Bounds,
+    bounds: SignatureBounds,
     out: String,
     /// Unicode scalar values in `out`.
     chars: usize,
@@ -259,7 +259,7 @@ struct Renderer<'a> {
 }
 
 impl<'a> Renderer<'a> {
-    fn new(hint: Hint, bounds: Bounds) -> Self {
+    fn new(hint: Hint, bounds: SignatureBounds) -> Self {
         Self {
             hint,
             bounds,

@@ -6,8 +6,10 @@
 //!   model saw up front; how many searches and describes it made; which tool it finally
 //!   called; whether the result came from a core/plugin, MCP or client tool. Records carry
 //!   ids, counts, sizes and durations — never arguments, results or query text.
-//!
 //! - [`own_messages`]: toolsearch's own log events, for `serve` to relay to its clients.
+//! - [`terminal_safe`]: the one terminal-safety filter. Every untrusted or model-written text on
+//!   its way to a terminal or a log line goes through it (CLI output, agent transcripts, tracing
+//!   lines, cells' console lines, an upstream's stderr); JSON output never does.
 //!
 //! Bounds: at most [`MAX_RECORDS`] records per log (then one `truncated` record and silence)
 //! and at most [`MAX_FIELD_CHARS`] characters per string field.
@@ -471,5 +473,36 @@ fn stderr_writable(wait: std::time::Duration) -> bool {
             .is_some_and(|r| r.contains(nix::poll::PollFlags::POLLOUT)),
         // poll failing (EINTR, a closed descriptor): try the write, which reports on its own.
         Err(_) => true,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::terminal_safe;
+    use std::borrow::Cow;
+
+    #[test]
+    fn terminal_safe_removes_every_class_and_keeps_the_rest() {
+        // C0 but newline and tab, DEL, C1, bidi embeddings/overrides/isolates/marks, zero-width.
+        let removed: Vec<char> = ('\u{0}'..='\u{1f}')
+            .filter(|c| !matches!(c, '\n' | '\t'))
+            .chain('\u{7f}'..='\u{9f}')
+            .chain('\u{202a}'..='\u{202e}')
+            .chain('\u{2066}'..='\u{2069}')
+            .chain(['\u{200e}', '\u{200f}', '\u{61c}'])
+            .chain(['\u{200b}', '\u{200c}', '\u{200d}', '\u{2060}', '\u{feff}'])
+            .collect();
+        for c in &removed {
+            assert_eq!(terminal_safe(&format!("a{c}b")), "ab", "U+{:04X}", *c as u32);
+        }
+        assert_eq!(
+            terminal_safe("a\u{1b}[31mred\u{7}\r\n\tz"),
+            "a[31mred\n\tz"
+        );
+        assert_eq!(terminal_safe("\u{9b}2J\u{202e}x"), "2Jx");
+        // Kept, and borrowed: text that needs no change is not copied.
+        for kept in ["plain ü", "天气 météo — “quoted”", "tab\tnew\nline", "emoji 🌍"] {
+            assert!(matches!(terminal_safe(kept), Cow::Borrowed(s) if s == kept), "{kept}");
+        }
     }
 }

@@ -17,7 +17,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use crate::sandbox::strip_controls;
+use crate::telemetry::terminal_safe;
 
 /// Where and how to reach the provider. Build with [`ProviderConfig::new`]; every knob has a
 /// default fit for a local model on a small CPU.
@@ -387,7 +387,7 @@ impl ProviderClient {
 
 /// Untrusted provider text for a message: control characters stripped, cut to 512 characters.
 fn excerpt(text: &str) -> String {
-    let clean = strip_controls(text.trim());
+    let clean = terminal_safe(text.trim());
     let mut cut: String = clean.chars().take(ERROR_EXCERPT_CHARS).collect();
     if clean.chars().count() > ERROR_EXCERPT_CHARS {
         cut.push('…');

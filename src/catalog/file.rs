@@ -40,7 +40,7 @@ pub struct LoadedFile {
 
 /// A catalog file that could not be read at all.
 #[derive(Debug, thiserror::Error)]
-pub enum FileError {
+pub enum CatalogFileError {
     /// The file could not be read, or is larger than its bound.
     #[error("{message}")]
     Read {
@@ -58,15 +58,15 @@ pub enum FileError {
 }
 
 /// Reads and parses a catalog file; `source` decides trust (`Plugin`, `Mcp` or `Client`).
-pub fn load(path: &Path, source: Source) -> Result<LoadedFile, FileError> {
+pub fn load_catalog_file(path: &Path, source: Source) -> Result<LoadedFile, CatalogFileError> {
     use crate::config::input;
     let bytes = input::read_bounded(path, input::MAX_CATALOG_BYTES, "catalog file")
-        .map_err(|message| FileError::Read { message })?;
+        .map_err(|message| CatalogFileError::Read { message })?;
     let stem = path
         .file_stem()
         .map(|s| s.to_string_lossy().into_owned())
         .unwrap_or_else(|| "catalog".to_string());
-    parse_bytes(bytes, &stem, source).ok_or_else(|| FileError::Shape {
+    parse_bytes(bytes, &stem, source).ok_or_else(|| CatalogFileError::Shape {
         path: path.display().to_string(),
     })
 }
@@ -93,7 +93,7 @@ pub(crate) fn parse_bytes(bytes: Vec<u8>, stem: &str, source: Source) -> Option<
             text
         }
     };
-    let mut loaded = parse(&text, stem, source)?;
+    let mut loaded = parse_catalog(&text, stem, source)?;
     bad_lines.append(&mut loaded.issues);
     bad_lines.sort_by_key(|issue| issue.line);
     loaded.issues = bad_lines;
@@ -102,7 +102,7 @@ pub(crate) fn parse_bytes(bytes: Vec<u8>, stem: &str, source: Source) -> Option<
 
 /// Parses catalog text. `stem` is the owner of last resort. `None` when the text is a JSON
 /// document of the wrong shape.
-pub fn parse(text: &str, stem: &str, source: Source) -> Option<LoadedFile> {
+pub fn parse_catalog(text: &str, stem: &str, source: Source) -> Option<LoadedFile> {
     let trimmed = text.trim_start_matches('\u{feff}').trim();
     let mut out = LoadedFile::default();
     // A whole-document JSON array or object; JSON Lines otherwise (a JSONL file whose first

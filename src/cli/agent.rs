@@ -18,8 +18,8 @@ use super::{CatalogArgs, ConfigArgs, session, with_session};
 use crate::agent::{Agent, AgentOptions, ProviderConfig, StopReason};
 use crate::config::{AgentLimits, Mode};
 use crate::gateway::GlobApprovals;
-use crate::sandbox::strip_controls;
 use crate::session::SessionBuilder;
+use crate::telemetry::terminal_safe;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub(super) enum ModeArg {
@@ -166,7 +166,7 @@ fn worker_binary(explicit: &Option<PathBuf>) -> Result<PathBuf> {
 
 /// Untrusted text for the terminal.
 fn clean(text: &str) -> String {
-    strip_controls(text).into_owned()
+    terminal_safe(text).into_owned()
 }
 
 pub(super) fn agent(args: AgentArgs) -> Result<ExitCode> {

@@ -22,10 +22,10 @@ use serde_json::{Value, json};
 
 use crate::catalog::{CatalogSnapshot, Descriptor, Source, file};
 use crate::config::{Config, Mode};
-use crate::mcp::{Status, Upstreams};
+use crate::mcp::{UpstreamStatus, Upstreams};
 use crate::policy::Policy;
 use crate::session::{Reply, Session, SessionBuilder};
-use crate::telemetry::terminal_safe as safe;
+use crate::telemetry::terminal_safe;
 
 /// toolsearch — progressive disclosure of large tool catalogs for LLM agents.
 #[derive(Debug, Parser)]
@@ -253,7 +253,7 @@ pub fn main() -> ExitCode {
                 return ExitCode::SUCCESS;
             }
             // An error can carry untrusted text (an MCP server's message, a provider's answer).
-            eprintln!("toolsearch: {}", safe(&format!("{error:#}")));
+            eprintln!("toolsearch: {}", terminal_safe(&format!("{error:#}")));
             ExitCode::from(1)
         }
     }
@@ -330,7 +330,7 @@ pub(crate) fn load_files(paths: &[PathBuf], source: Source) -> Result<CatalogSna
     let mut descriptors: Vec<Descriptor> = Vec::new();
     let mut skipped = 0;
     for path in paths {
-        let loaded = file::load(path, source)?;
+        let loaded = file::load_catalog_file(path, source)?;
         for issue in &loaded.issues {
             eprintln!("toolsearch: {}: skipped {issue}", path.display());
         }
@@ -407,18 +407,18 @@ pub(crate) async fn start_upstreams(plan: &Plan) -> Result<Upstreams> {
     let upstreams = Upstreams::start(&plan.config.mcp)?;
     upstreams.ready().await;
     for server in upstreams.servers() {
-        if let Status::Down(reason) = server.status() {
+        if let UpstreamStatus::Down(reason) = server.status() {
             eprintln!(
                 "toolsearch: MCP server {} is unavailable: {}",
                 server.name(),
-                crate::telemetry::terminal_safe(&reason)
+                terminal_safe(&reason)
             );
         }
         for issue in server.issues() {
             eprintln!(
                 "toolsearch: MCP server {}: {}",
                 server.name(),
-                crate::telemetry::terminal_safe(&issue)
+                terminal_safe(&issue)
             );
         }
     }
@@ -470,7 +470,7 @@ fn reply_message(reply: &Reply) -> String {
         .as_str()
         .map(str::to_string)
         .unwrap_or_else(|| body.to_string());
-    safe(&message).into_owned()
+    terminal_safe(&message).into_owned()
 }
 
 fn search(args: SearchArgs) -> Result<ExitCode> {
@@ -510,7 +510,7 @@ fn search(args: SearchArgs) -> Result<ExitCode> {
         Ok(answered) => answered,
         Err(reply) => bail!(reply_message(&reply)),
     };
-    let crate::search::batch::Response::Single(single) = &response else {
+    let crate::search::batch::SearchResponse::Single(single) = &response else {
         bail!("one query gave a batch answer");
     };
     let mut out = std::io::stdout().lock();
@@ -534,18 +534,24 @@ fn search(args: SearchArgs) -> Result<ExitCode> {
         return Ok(ExitCode::SUCCESS);
     }
     if single.hits.is_empty() && single.not_found().is_empty() {
-        writeln!(out, "no tools match {:?}", safe(&args.query))?;
+        writeln!(out, "no tools match {:?}", terminal_safe(&args.query))?;
         return Ok(ExitCode::SUCCESS);
     }
     for (rank, (hit, r)) in single.hits.iter().zip(single.ranked()).enumerate() {
         // Catalog text may come from third parties: no escape sequence reaches the terminal.
-        writeln!(out, "{:>2}. {}  [{}]", rank + 1, safe(&hit.id), hit.source)?;
+        writeln!(
+            out,
+            "{:>2}. {}  [{}]",
+            rank + 1,
+            terminal_safe(&hit.id),
+            hit.source
+        )?;
         if !hit.description.is_empty() {
-            writeln!(out, "    {}", safe(&hit.description))?;
+            writeln!(out, "    {}", terminal_safe(&hit.description))?;
         }
-        writeln!(out, "    input: {}", safe(&hit.input))?;
+        writeln!(out, "    input: {}", terminal_safe(&hit.input))?;
         if let Some(output) = &hit.output {
-            writeln!(out, "    output: {}", safe(output))?;
+            writeln!(out, "    output: {}", terminal_safe(output))?;
         }
         if args.explain {
             writeln!(
@@ -562,7 +568,7 @@ fn search(args: SearchArgs) -> Result<ExitCode> {
         }
     }
     if let Some(note) = response.note(max) {
-        writeln!(out, "{}", safe(&note))?;
+        writeln!(out, "{}", terminal_safe(&note))?;
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -602,7 +608,7 @@ fn describe(args: DescribeArgs) -> Result<ExitCode> {
         }
     } else {
         for d in &described {
-            let text = |key: &str| safe(d[key].as_str().unwrap_or_default()).into_owned();
+            let text = |key: &str| terminal_safe(d[key].as_str().unwrap_or_default()).into_owned();
             writeln!(out, "{}  [{}]", text("id"), text("source"))?;
             if !text("description").is_empty() {
                 writeln!(out, "  {}", text("description"))?;
@@ -613,13 +619,14 @@ fn describe(args: DescribeArgs) -> Result<ExitCode> {
             writeln!(
                 out,
                 "  input_schema: {}",
-                safe(&serde_json::to_string_pretty(&d["input_schema"])?).replace('\n', "\n  ")
+                terminal_safe(&serde_json::to_string_pretty(&d["input_schema"])?)
+                    .replace('\n', "\n  ")
             )?;
             if let Some(schema) = d.get("output_schema").filter(|s| !s.is_null()) {
                 writeln!(
                     out,
                     "  output_schema: {}",
-                    safe(&serde_json::to_string_pretty(schema)?).replace('\n', "\n  ")
+                    terminal_safe(&serde_json::to_string_pretty(schema)?).replace('\n', "\n  ")
                 )?;
             }
         }
@@ -665,14 +672,18 @@ fn call(args: CallArgs) -> Result<ExitCode> {
                 writeln!(
                     out,
                     "{}  [{}]",
-                    safe(envelope["tool"]["id"].as_str().unwrap_or_default()),
+                    terminal_safe(envelope["tool"]["id"].as_str().unwrap_or_default()),
                     envelope["tool"]["source"].as_str().unwrap_or_default()
                 )?;
                 if let Some(text) = envelope["result"]["text"].as_str() {
-                    writeln!(out, "{}", safe(text))?;
+                    writeln!(out, "{}", terminal_safe(text))?;
                 }
                 if let Some(details) = envelope["result"].get("details") {
-                    writeln!(out, "{}", safe(&serde_json::to_string_pretty(details)?))?;
+                    writeln!(
+                        out,
+                        "{}",
+                        terminal_safe(&serde_json::to_string_pretty(details)?)
+                    )?;
                 }
             }
             Ok(ExitCode::SUCCESS)

@@ -19,7 +19,7 @@ use serde_json::json;
 
 use super::{CatalogArgs, ConfigArgs, build_session, session, start_upstreams};
 use crate::config::Mode;
-use crate::mcp::Status;
+use crate::mcp::UpstreamStatus;
 use crate::mcp::serve::{HttpListener, ServeOptions, serve_stdio};
 use crate::mcp::upstream::without_stderr;
 use crate::telemetry::SessionLog;
@@ -204,13 +204,13 @@ pub(super) fn serve(args: ServeArgs) -> Result<ExitCode> {
                             .iter()
                             .map(|server| {
                                 let status = match server.status() {
-                                    Status::Starting => json!("starting"),
-                                    Status::Ready => json!("ready"),
+                                    UpstreamStatus::Starting => json!("starting"),
+                                    UpstreamStatus::Ready => json!("ready"),
                                     // Never the server's own stderr (it may print secrets).
-                                    Status::Down(reason) => {
+                                    UpstreamStatus::Down(reason) => {
                                         json!({"down": without_stderr(&reason)})
                                     }
-                                    Status::Stopped => json!("stopped"),
+                                    UpstreamStatus::Stopped => json!("stopped"),
                                 };
                                 (server.name().to_string(), status)
                             })

@@ -26,18 +26,13 @@ mod hooks;
 mod outcome;
 mod request;
 mod schedule;
-mod validate;
+pub(crate) mod validate;
 
 pub use hooks::{Approval, ApprovalHandler, BeforeToolCall, GlobApprovals, HookDecision};
 pub use outcome::{
     CallError, CallOutcome, ClientCall, Envelope, ErrorKind, Operation, Recovery, ToolRef,
 };
 pub(crate) use request::lookup_error;
-#[cfg(feature = "fuzzing")]
-pub(crate) use validate::{
-    MAX_REPORTED_ERRORS, compile as compile_schema, problems as argument_problems,
-    render as render_problems,
-};
 
 /// The resolve stage of `tool_call` on its own (the fuzz target): the tool id the request names
 /// (`None` for a position the index does not hold) and the repaired arguments.
@@ -452,7 +447,7 @@ impl Gateway {
 
     /// `tool_search`: a single query or a batch, with what each answer covers
     /// (`search::answer`). Never takes a schedule slot.
-    pub fn search(&self, args: &Value) -> Result<batch::Response, CallError> {
+    pub fn search(&self, args: &Value) -> Result<batch::SearchResponse, CallError> {
         let _span = tracing::debug_span!("tool_search", run_id = %self.inner.run.run_id).entered();
         let started = Instant::now();
         let state = self.state();
@@ -466,15 +461,15 @@ impl Gateway {
                 )
             });
         let (queries, results, truncated) = match &response {
-            Ok(batch::Response::Single(single)) => (1, single.hits.len(), single.truncated()),
-            Ok(batch::Response::Batch(b)) => (
+            Ok(batch::SearchResponse::Single(single)) => (1, single.hits.len(), single.truncated()),
+            Ok(batch::SearchResponse::Batch(b)) => (
                 b.results.len(),
                 b.results.iter().map(|g| g.candidates.len()).sum(),
                 b.truncated,
             ),
             Err(_) => (0, 0, false),
         };
-        let ranker = response.as_ref().ok().and_then(batch::Response::ranker);
+        let ranker = response.as_ref().ok().and_then(batch::SearchResponse::ranker);
         Counters::add(&self.inner.counters.queries, queries as u64);
         let mut fields = self.base_fields();
         fields.insert("queries".into(), json!(queries));
@@ -499,7 +494,7 @@ impl Gateway {
         &self,
         query: &str,
         limit: Option<&Value>,
-    ) -> Result<batch::Response, CallError> {
+    ) -> Result<batch::SearchResponse, CallError> {
         let mut args = serde_json::Map::new();
         args.insert("query".into(), json!(query));
         if let Some(limit) = limit {

@@ -20,8 +20,8 @@ use super::cells::{BenchOptions, run_cells_bench_with};
 use super::mock::{Fault, MockProvider, MockScenario, SmallModel};
 use super::payload::{self, AgentRow, BenchCatalog, PayloadRow};
 use crate::config::{Config, Mode};
-use crate::sandbox::strip_controls;
 use crate::session::Session;
+use crate::telemetry::terminal_safe;
 
 /// The cell `toolsearch bench cells` runs: search + describe + call on the demo catalog.
 const WALKTHROUGH_CELL: &str = include_str!("../../js/examples/walkthrough.js");
@@ -43,7 +43,7 @@ pub(crate) fn worker_binary(explicit: &Option<PathBuf>) -> Result<PathBuf> {
 
 /// Untrusted text for the terminal.
 fn clean(text: &str) -> String {
-    strip_controls(text).into_owned()
+    terminal_safe(text).into_owned()
 }
 
 #[derive(Debug, Args)]
@@ -381,7 +381,7 @@ fn catalog_files(args: &PayloadArgs) -> Result<Vec<PathBuf>> {
 }
 
 fn load_bench_catalog(path: &Path) -> Result<BenchCatalog> {
-    let loaded = crate::catalog::file::load(path, crate::catalog::Source::Plugin)?;
+    let loaded = crate::catalog::file::load_catalog_file(path, crate::catalog::Source::Plugin)?;
     if !loaded.issues.is_empty() {
         eprintln!(
             "toolsearch: {}: skipped {} line(s)",

@@ -27,9 +27,10 @@ use rquickjs::{Ctx, Function, Value};
 
 use crate::sandbox::lab_hook::{
     INTERRUPT_MARGIN, Internals, Isolate, Refused, Spin, WorkerConfig, compile_body,
-    compile_prelude, install_prelude, mono_ns, strip_controls,
+    compile_prelude, install_prelude, mono_ns,
 };
 use crate::sandbox::{Bridge, BridgeOp, CallPhases, CellPhases, Limits, PollWhen};
+use crate::telemetry::terminal_safe;
 
 /// The in-process floor's setup, shared by every cell of a series.
 pub(crate) struct Floor {
@@ -235,7 +236,7 @@ impl State {
 
     /// `host.log`: keep what fits the budget.
     fn log(&mut self, text: &str) -> usize {
-        let text = strip_controls(text).into_owned();
+        let text = terminal_safe(text).into_owned();
         self.log_remaining = self.log_remaining.saturating_sub(text.len() + 1);
         self.logs.push(text);
         self.log_remaining

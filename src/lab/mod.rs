@@ -63,7 +63,7 @@ pub(crate) fn shared_dir(sub: &str) -> Option<PathBuf> {
 /// One catalog file of trusted plugin tools, as the product's commands load it: skipped lines and
 /// catalog issues are reported on stderr; a file with no tool is an error.
 pub(crate) fn load_catalog_file(path: &Path) -> anyhow::Result<CatalogSnapshot> {
-    let loaded = crate::catalog::file::load(path, Source::Plugin)?;
+    let loaded = crate::catalog::file::load_catalog_file(path, Source::Plugin)?;
     for issue in &loaded.issues {
         eprintln!("toolsearch: {}: skipped {issue}", path.display());
     }

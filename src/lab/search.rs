@@ -16,7 +16,7 @@ use std::time::Instant;
 
 use serde_json::{Value, json};
 
-use crate::catalog::file::load as load_catalog_file;
+use crate::catalog::file::load_catalog_file;
 use crate::catalog::{CatalogSnapshot, Descriptor, Source, tool_id};
 use crate::policy::{Authorized, Policy};
 use crate::search::{SearchIndex, SearchSettings};

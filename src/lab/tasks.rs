@@ -32,7 +32,7 @@ use serde_json::{Value, json};
 use crate::agent::{Agent, AgentOptions, AgentRun, ProviderConfig};
 use crate::catalog::{CatalogSnapshot, Descriptor, FnTool, Source, ToolOutput};
 use crate::config::{Config, McpApproval, McpServer, McpTransport, Mode};
-use crate::mcp::{Status, Upstreams};
+use crate::mcp::{UpstreamStatus, Upstreams};
 use crate::policy::Policy;
 use crate::session::Session;
 
@@ -502,7 +502,7 @@ async fn start_stubs(servers: &[McpServer], binary: &Path) -> Result<Upstreams, 
     upstreams.ready().await;
     let mut problems = Vec::new();
     for server in upstreams.servers() {
-        if let Status::Down(reason) = server.status() {
+        if let UpstreamStatus::Down(reason) = server.status() {
             problems.push(format!("{} did not start: {reason}", server.name()));
         }
         for issue in server.issues() {

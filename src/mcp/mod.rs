@@ -48,7 +48,7 @@ use std::sync::{Arc, Mutex};
 use tokio::sync::Notify;
 
 pub use ingest::FilterError;
-pub use upstream::{Offer, Status, Upstream};
+pub use upstream::{Offer, Upstream, UpstreamStatus};
 
 use crate::catalog::{CatalogSnapshot, Descriptor};
 use crate::config::McpServer;
@@ -164,7 +164,7 @@ impl Upstreams {
     pub async fn ready(&self) {
         for server in &self.servers {
             let mut status = server.watch_status();
-            let _ = status.wait_for(|s| *s != Status::Starting).await;
+            let _ = status.wait_for(|s| *s != UpstreamStatus::Starting).await;
         }
     }
 
@@ -233,9 +233,9 @@ impl UpstreamsView {
         let mut all = base.to_vec();
         for server in &self.servers {
             match server.status() {
-                Status::Down(reason) => session.mark_server_down(server.name(), &reason),
-                Status::Ready => session.mark_server_up(server.name()),
-                Status::Starting | Status::Stopped => {}
+                UpstreamStatus::Down(reason) => session.mark_server_down(server.name(), &reason),
+                UpstreamStatus::Ready => session.mark_server_up(server.name()),
+                UpstreamStatus::Starting | UpstreamStatus::Stopped => {}
             }
             all.extend(server.tools());
         }

@@ -1,7 +1,7 @@
 //! One cell on one worker, from the supervisor's side: the `Ready` handshake, sending the body,
 //! running bridge calls concurrently, the wall-clock kill, and classifying the end.
 //!
-//! Owns: [`ReadyWorker`] (a worker that reported `Ready`) and [`drive`].
+//! Owns: [`ReadyWorker`] (a worker that reported `Ready`) and [`CellRun`], one cell driven on it.
 //! Never does: trust a frame (each is bounded by `frame_bytes`, parsed into a closed enum and
 //! validated); let a bridge future outlive its cell (in-flight calls are dropped, i.e. cancelled,
 //! when the cell ends); reuse a worker (it is killed when the cell ends).
@@ -31,8 +31,9 @@ use super::protocol::{
     self, Done, DoneStatus, HostFrame, PollWhen, RunCell, SetupStage, Spin, Split, TRACE_CALLS,
     WorkerFrame, WorkerTrace, mono_ns,
 };
-use super::text::{strip_controls, truncate_to};
+use super::text::truncate_to;
 use crate::config::input;
+use crate::telemetry::terminal_safe;
 
 /// How long to wait for the zygote's exit report after a worker's socket closed.
 const EXIT_REPORT_WAIT: Duration = Duration::from_secs(2);
@@ -254,7 +255,7 @@ struct Frames {
     peer_seen: Instant,
 }
 
-/// How the task of a cell alone in flight waits for its worker's frames (see [`drive`]).
+/// How the task of a cell alone in flight waits for its worker's frames (see [`CellRun::drive`]).
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct SoloWait {
     /// The supervisor's policy and window.
@@ -416,184 +417,200 @@ enum End {
     Outcome(Outcome),
 }
 
-/// Runs one cell on `worker`, which is killed at the end (the caller drops it, closing its
-/// descriptors, whenever it likes: off the result's path). `solo`: the cell is the only one in
-/// flight, so its task may wait on the worker's socket itself (see below). `traced_from`: the
-/// [`mono_ns`] stamp of the submission when the cell's phases are to be measured.
-#[allow(clippy::too_many_arguments)]
-pub(crate) async fn drive(
-    worker: &mut ReadyWorker,
-    code: &str,
-    bridge: Arc<dyn Bridge>,
-    timeout: Duration,
-    limits: &Limits,
-    mut telemetry: CellTelemetry,
-    solo: Option<SoloWait>,
-    traced_from: Option<u64>,
-) -> CellResult {
-    let cap = limits.frame_bytes;
-    let mut out = Vec::with_capacity(code.len() + 128);
-    let run = HostFrame::Run(RunCell {
-        code: code.to_owned(),
-        timeout_ms: u64::try_from(timeout.as_millis()).unwrap_or(u64::MAX),
-        trace: traced_from.is_some(),
-        cpu: protocol::current_cpu(),
-    });
-    if protocol::encode(&run, &mut out).is_err() || out.len() > cap + protocol::HEADER {
-        return CellResult::failed(
-            Outcome::LimitExceeded {
-                limit: LimitKind::CodeBytes,
-            },
-            telemetry,
-        );
-    }
-    let sent_at = Instant::now();
-    let deadline = tokio::time::Instant::from_std(sent_at + timeout);
-    let mut out_pos = 0usize;
-    let mut inflight = InFlight::default();
-    let mut inbuf = std::mem::take(&mut worker.inbuf);
-    let sleep = tokio::time::sleep_until(deadline);
-    tokio::pin!(sleep);
-    let fd = worker.stream.as_raw_fd();
-    let (mut rd, mut wr) = worker.stream.split();
+/// One cell to run on a ready worker: what it runs, what its bridge calls reach, and how it waits.
+pub(crate) struct CellRun<'a> {
+    pub code: &'a str,
+    pub bridge: Arc<dyn Bridge>,
+    pub timeout: Duration,
+    pub limits: &'a Limits,
+    /// The cell is the only one in flight, so its task may wait on the worker's socket itself
+    /// (see [`CellRun::drive`]).
+    pub solo: Option<SoloWait>,
+    /// The [`mono_ns`] stamp of the submission when the cell's phases are to be measured.
+    pub traced_from: Option<u64>,
+}
 
-    let mut state = Frames {
-        cap,
-        calls: 0,
-        last_id: 0,
-        max_calls: limits.bridge_calls,
-        trace: traced_from.map(|submit| HostTrace {
-            submit,
+impl CellRun<'_> {
+    /// Runs the cell on `worker`, which is killed at the end (the caller drops it, closing its
+    /// descriptors, whenever it likes: off the result's path).
+    pub(crate) async fn drive(
+        self,
+        worker: &mut ReadyWorker,
+        mut telemetry: CellTelemetry,
+    ) -> CellResult {
+        let CellRun {
+            code,
+            bridge,
+            timeout,
+            limits,
+            solo,
+            traced_from,
+        } = self;
+        let cap = limits.frame_bytes;
+        let mut out = Vec::with_capacity(code.len() + 128);
+        let run = HostFrame::Run(RunCell {
+            code: code.to_owned(),
+            timeout_ms: u64::try_from(timeout.as_millis()).unwrap_or(u64::MAX),
+            trace: traced_from.is_some(),
             cpu: protocol::current_cpu(),
-            ..HostTrace::default()
-        }),
-        peer_cpu: solo.and_then(|s| s.worker_cpu),
-        peer_seen: Instant::now(),
-    };
-    let spin = solo.map(|s| s.spin);
-    let worker_window = solo.map_or(Duration::ZERO, |s| s.worker_window);
-    // The worker answers fastest right after it was sent something; sleeping in the reactor and
-    // being woken costs tens of microseconds per hop on a virtualized host. So a solo cell's task
-    // waits on the socket itself for a short window after each exchange, and only then in the
-    // reactor: it polls with direct non-blocking reads while the worker runs on another CPU, and
-    // sleeps in `ppoll` otherwise (polling there would hold the very CPU the worker needs; see
-    // `PollWhen`). It does not yield while polling: on Tokio's multi-threaded runtime every yield
-    // wakes a parked worker thread to steal the task, and on a 2-vCPU host that thread lands on
-    // the sandbox worker's CPU and preempts it (measured with `perf sched`). The cost is bounded:
-    // at most one window of one runtime thread per exchange, and only while no other cell is in
-    // flight.
-    let mut spin_from = sent_at;
-    let end = 'cell: loop {
-        if let Some(spin) = spin
-            && out_pos >= out.len()
-            && inflight.0.is_empty()
-        {
-            let window = spin.window(state.peer_cpu);
-            // With the worker on another CPU, poll; otherwise (same CPU, or unknown) sleep on the
-            // socket itself, which hands the CPU to the worker at once and is woken by its write
-            // without the runtime's park and unpark (see `Spin::window`).
-            let sleep_for = match spin.when {
-                PollWhen::PeerOnOtherCpu if window.is_zero() => {
-                    Duration::from_micros(u64::from(spin.micros))
-                        .saturating_sub(spin_from.elapsed())
-                }
-                _ => Duration::ZERO,
-            };
-            while spin_from.elapsed() < window && reserve(&mut inbuf) {
-                match read_now(fd, &mut inbuf) {
-                    Ok(0) => break,
-                    Ok(_) => {
-                        if let Some(end) = state.take_frames(&mut inbuf, &bridge, &mut inflight) {
-                            break 'cell end;
-                        }
-                        spin_from = Instant::now();
-                        break;
-                    }
-                    Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
-                        std::hint::spin_loop();
-                    }
-                    Err(_) => break,
-                }
-            }
-            if !sleep_for.is_zero()
-                && reserve(&mut inbuf)
-                && readable_within(fd, sleep_for)
-                && matches!(read_now(fd, &mut inbuf), Ok(n) if n > 0)
-            {
-                if let Some(end) = state.take_frames(&mut inbuf, &bridge, &mut inflight) {
-                    break 'cell end;
-                }
-                spin_from = Instant::now();
-            }
+        });
+        if protocol::encode(&run, &mut out).is_err() || out.len() > cap + protocol::HEADER {
+            return CellResult::failed(
+                Outcome::LimitExceeded {
+                    limit: LimitKind::CodeBytes,
+                },
+                telemetry,
+            );
         }
-        tokio::select! {
-            biased;
-            () = &mut sleep => {
-                worker.process.kill();
-                telemetry.killed_at_deadline = true;
-                break 'cell End::Outcome(Outcome::Timeout);
-            }
-            // `read_buf` is cancel-safe and fills spare capacity without zeroing it first.
-            read = rd.read_buf(&mut inbuf), if reserve(&mut inbuf) => {
-                match read {
-                    Ok(0) | Err(_) => {
-                        // Bounded by the cell's deadline too: a stopped zygote never reports.
-                        let left = deadline.saturating_duration_since(tokio::time::Instant::now());
-                        let wait = EXIT_REPORT_WAIT.min(left.max(EXIT_REPORT_FLOOR));
-                        let exit = worker.process.wait_exit(wait).await;
-                        break 'cell End::Outcome(classify_exit(exit, false));
+        let sent_at = Instant::now();
+        let deadline = tokio::time::Instant::from_std(sent_at + timeout);
+        let mut out_pos = 0usize;
+        let mut inflight = InFlight::default();
+        let mut inbuf = std::mem::take(&mut worker.inbuf);
+        let sleep = tokio::time::sleep_until(deadline);
+        tokio::pin!(sleep);
+        let fd = worker.stream.as_raw_fd();
+        let (mut rd, mut wr) = worker.stream.split();
+
+        let mut state = Frames {
+            cap,
+            calls: 0,
+            last_id: 0,
+            max_calls: limits.bridge_calls,
+            trace: traced_from.map(|submit| HostTrace {
+                submit,
+                cpu: protocol::current_cpu(),
+                ..HostTrace::default()
+            }),
+            peer_cpu: solo.and_then(|s| s.worker_cpu),
+            peer_seen: Instant::now(),
+        };
+        let spin = solo.map(|s| s.spin);
+        let worker_window = solo.map_or(Duration::ZERO, |s| s.worker_window);
+        // The worker answers fastest right after it was sent something; sleeping in the reactor and
+        // being woken costs tens of microseconds per hop on a virtualized host. So a solo cell's task
+        // waits on the socket itself for a short window after each exchange, and only then in the
+        // reactor: it polls with direct non-blocking reads while the worker runs on another CPU, and
+        // sleeps in `ppoll` otherwise (polling there would hold the very CPU the worker needs; see
+        // `PollWhen`). It does not yield while polling: on Tokio's multi-threaded runtime every yield
+        // wakes a parked worker thread to steal the task, and on a 2-vCPU host that thread lands on
+        // the sandbox worker's CPU and preempts it (measured with `perf sched`). The cost is bounded:
+        // at most one window of one runtime thread per exchange, and only while no other cell is in
+        // flight.
+        let mut spin_from = sent_at;
+        let end = 'cell: loop {
+            if let Some(spin) = spin
+                && out_pos >= out.len()
+                && inflight.0.is_empty()
+            {
+                let window = spin.window(state.peer_cpu);
+                // With the worker on another CPU, poll; otherwise (same CPU, or unknown) sleep on the
+                // socket itself, which hands the CPU to the worker at once and is woken by its write
+                // without the runtime's park and unpark (see `Spin::window`).
+                let sleep_for = match spin.when {
+                    PollWhen::PeerOnOtherCpu if window.is_zero() => {
+                        Duration::from_micros(u64::from(spin.micros))
+                            .saturating_sub(spin_from.elapsed())
                     }
-                    Ok(_) => {}
+                    _ => Duration::ZERO,
+                };
+                while spin_from.elapsed() < window && reserve(&mut inbuf) {
+                    match read_now(fd, &mut inbuf) {
+                        Ok(0) => break,
+                        Ok(_) => {
+                            if let Some(end) = state.take_frames(&mut inbuf, &bridge, &mut inflight)
+                            {
+                                break 'cell end;
+                            }
+                            spin_from = Instant::now();
+                            break;
+                        }
+                        Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+                            std::hint::spin_loop();
+                        }
+                        Err(_) => break,
+                    }
                 }
-                if let Some(end) = state.take_frames(&mut inbuf, &bridge, &mut inflight) {
-                    break 'cell end;
+                if !sleep_for.is_zero()
+                    && reserve(&mut inbuf)
+                    && readable_within(fd, sleep_for)
+                    && matches!(read_now(fd, &mut inbuf), Ok(n) if n > 0)
+                {
+                    if let Some(end) = state.take_frames(&mut inbuf, &bridge, &mut inflight) {
+                        break 'cell end;
+                    }
+                    spin_from = Instant::now();
                 }
-                spin_from = Instant::now();
             }
-            written = wr.write(&out[out_pos..]), if out_pos < out.len() => {
-                match written {
-                    Ok(n) => {
-                        out_pos += n;
-                        if out_pos == out.len() {
+            tokio::select! {
+                biased;
+                () = &mut sleep => {
+                    worker.process.kill();
+                    telemetry.killed_at_deadline = true;
+                    break 'cell End::Outcome(Outcome::Timeout);
+                }
+                // `read_buf` is cancel-safe and fills spare capacity without zeroing it first.
+                read = rd.read_buf(&mut inbuf), if reserve(&mut inbuf) => {
+                    match read {
+                        Ok(0) | Err(_) => {
+                            // Bounded by the cell's deadline too: a stopped zygote never reports.
+                            let left = deadline.saturating_duration_since(tokio::time::Instant::now());
+                            let wait = EXIT_REPORT_WAIT.min(left.max(EXIT_REPORT_FLOOR));
+                            let exit = worker.process.wait_exit(wait).await;
+                            break 'cell End::Outcome(classify_exit(exit, false));
+                        }
+                        Ok(_) => {}
+                    }
+                    if let Some(end) = state.take_frames(&mut inbuf, &bridge, &mut inflight) {
+                        break 'cell end;
+                    }
+                    spin_from = Instant::now();
+                }
+                written = wr.write(&out[out_pos..]), if out_pos < out.len() => {
+                    match written {
+                        Ok(n) => {
+                            out_pos += n;
+                            if out_pos == out.len() {
+                                out.clear();
+                                out_pos = 0;
+                            }
+                        }
+                        // The worker is gone; the read side reports how.
+                        Err(_) => {
                             out.clear();
                             out_pos = 0;
                         }
                     }
-                    // The worker is gone; the read side reports how.
-                    Err(_) => {
-                        out.clear();
-                        out_pos = 0;
+                }
+                (id, result) = inflight.next(), if !inflight.0.is_empty() => {
+                    // A worker left waiting longer than its own window went to sleep: where the reply
+                    // wakes it is the scheduler's choice (often this CPU, which polling would then
+                    // hold), so it counts as unknown until its next frame.
+                    if state.peer_seen.elapsed() > worker_window {
+                        state.peer_cpu = None;
                     }
+                    encode_reply(id, result, cap, protocol::current_cpu(), &mut out);
+                    // Stamped when the reply is ready to go: the write follows at once.
+                    if let Some(call) = state.trace.as_mut().and_then(|t| t.call(id)) {
+                        call[1] = mono_ns();
+                    }
+                    spin_from = Instant::now();
                 }
             }
-            (id, result) = inflight.next(), if !inflight.0.is_empty() => {
-                // A worker left waiting longer than its own window went to sleep: where the reply
-                // wakes it is the scheduler's choice (often this CPU, which polling would then
-                // hold), so it counts as unknown until its next frame.
-                if state.peer_seen.elapsed() > worker_window {
-                    state.peer_cpu = None;
+        };
+        drop(inflight);
+        worker.process.kill();
+        telemetry.worker_pid = worker.process.pid;
+        telemetry.run_ms = sent_at.elapsed().as_secs_f64() * 1e3;
+        telemetry.bridge_calls = state.calls;
+        match end {
+            End::Outcome(outcome) => CellResult::failed(outcome, telemetry),
+            End::Done(mut done) => {
+                if let (Some(host), Some(worker)) = (&state.trace, done.trace.take()) {
+                    telemetry.phases = Some(host.phases(&worker));
                 }
-                encode_reply(id, result, cap, protocol::current_cpu(), &mut out);
-                // Stamped when the reply is ready to go: the write follows at once.
-                if let Some(call) = state.trace.as_mut().and_then(|t| t.call(id)) {
-                    call[1] = mono_ns();
-                }
-                spin_from = Instant::now();
+                finish(done, limits, telemetry)
             }
-        }
-    };
-    drop(inflight);
-    worker.process.kill();
-    telemetry.worker_pid = worker.process.pid;
-    telemetry.run_ms = sent_at.elapsed().as_secs_f64() * 1e3;
-    telemetry.bridge_calls = state.calls;
-    match end {
-        End::Outcome(outcome) => CellResult::failed(outcome, telemetry),
-        End::Done(mut done) => {
-            if let (Some(host), Some(worker)) = (&state.trace, done.trace.take()) {
-                telemetry.phases = Some(host.phases(&worker));
-            }
-            finish(done, limits, telemetry)
         }
     }
 }
@@ -690,7 +707,7 @@ pub(crate) fn argument_depth_message() -> String {
 /// name whole, so the message is bounded like any echo of untrusted input
 /// ([`input::MAX_ECHO_CHARS`]) and its control characters are removed.
 fn worker_said(e: &serde_json::Error) -> String {
-    strip_controls(&input::echo(&e.to_string()).to_string()).into_owned()
+    terminal_safe(&input::echo(&e.to_string()).to_string()).into_owned()
 }
 
 fn protocol_error(detail: String) -> End {
@@ -778,7 +795,7 @@ fn finish(done: Done, limits: &Limits, mut telemetry: CellTelemetry) -> CellResu
             },
         },
         DoneStatus::JsError => {
-            let mut message = strip_controls(done.error.as_deref().unwrap_or("error")).into_owned();
+            let mut message = terminal_safe(done.error.as_deref().unwrap_or("error")).into_owned();
             truncate_to(&mut message, 8 * 1024);
             Outcome::JsError { message }
         }
@@ -824,7 +841,7 @@ fn revalidate_logs(lines: Vec<LogLine>, cap: usize) -> (Vec<LogLine>, usize, usi
             cut += 1;
             continue;
         }
-        if let std::borrow::Cow::Owned(s) = strip_controls(&line.text) {
+        if let std::borrow::Cow::Owned(s) = terminal_safe(&line.text) {
             line.text = s;
         }
         let cost = line.text.len() + 1;
@@ -959,14 +976,12 @@ mod tests {
             ready: None,
         };
         let limits = Limits::default().clamped();
-        let r = drive(
-            &mut worker,
-            "return 1",
-            Arc::new(NoBridge),
-            Duration::from_secs(5),
-            &limits,
-            CellTelemetry::default(),
-            Some(SoloWait {
+        let r = CellRun {
+            code: "return 1",
+            bridge: Arc::new(NoBridge),
+            timeout: Duration::from_secs(5),
+            limits: &limits,
+            solo: Some(SoloWait {
                 spin: Spin {
                     when: protocol::PollWhen::Always,
                     micros: 250,
@@ -974,8 +989,9 @@ mod tests {
                 worker_window: Duration::from_micros(150),
                 worker_cpu: None,
             }),
-            None,
-        )
+            traced_from: None,
+        }
+        .drive(&mut worker, CellTelemetry::default())
         .await;
         let _ = writer.join();
         r

@@ -27,8 +27,8 @@ use tokio::sync::{Notify, oneshot, watch};
 
 use super::error::SandboxError;
 use super::protocol::{WorkerConfig, ZYGOTE_MSG_MAX, ZygoteEvent, ZygoteRequest};
-use super::text::strip_controls;
 use crate::sync::lock;
+use crate::telemetry::terminal_safe;
 
 /// How a worker ended, as the zygote reported it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -484,7 +484,7 @@ fn spawn_stderr_drain(pid: u32, stderr: std::process::ChildStderr) {
                 Ok(0) | Err(_) => break,
                 Ok(_) => {
                     let text = String::from_utf8_lossy(&line);
-                    let text = strip_controls(text.trim_end());
+                    let text = terminal_safe(text.trim_end());
                     tracing::warn!(zygote = pid, "sandbox stderr: {text}");
                 }
             }

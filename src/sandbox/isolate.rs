@@ -34,9 +34,10 @@ use super::protocol::{
     self, Done, DoneStatus, HostFrame, ReplyResult, RunCell, SetupStage, TRACE_CALLS, WorkerConfig,
     WorkerFrame, WorkerTrace, mono_ns,
 };
-use super::text::{repair_lone_surrogates, strip_controls, truncate_to};
+use super::text::{repair_lone_surrogates, truncate_to};
 use super::worker::{Channel, ChannelError};
 use crate::config::input;
+use crate::telemetry::terminal_safe;
 
 /// The prelude, embedded at build time.
 const PRELUDE: &str = include_str!("../../js/prelude.js");
@@ -338,7 +339,7 @@ impl Shared {
             2 => LogLevel::Error,
             _ => LogLevel::Log,
         };
-        let mut text = strip_controls(text).into_owned();
+        let mut text = terminal_safe(text).into_owned();
         let cost = text.len() + 1;
         if cost <= self.log_remaining {
             self.log_remaining -= cost;

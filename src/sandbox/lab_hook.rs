@@ -12,4 +12,3 @@ pub(crate) use super::isolate::{
     INTERRUPT_MARGIN, Internals, Isolate, Refused, compile_body, compile_prelude, install_prelude,
 };
 pub(crate) use super::protocol::{Spin, WorkerConfig, mono_ns};
-pub(crate) use super::text::strip_controls;

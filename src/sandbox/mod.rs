@@ -122,7 +122,7 @@ pub use supervisor::{Polling, Supervisor, SupervisorConfig};
 #[cfg(feature = "fuzzing")]
 pub(crate) use cell::decode_worker_bytes;
 pub(crate) use gateway::{call_request, search_request};
-pub(crate) use text::{strip_controls, truncate_to};
+pub(crate) use text::truncate_to;
 
 /// The argv\[1\] that selects the zygote role of the one binary.
 pub const ZYGOTE_ROLE: &str = "__sandbox-zygote";

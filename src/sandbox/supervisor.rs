@@ -280,16 +280,15 @@ impl Supervisor {
             .spawn_worker(false, self.inner.limits.setup_timeout)
             .await?;
         let limits = &self.inner.limits;
-        let result = cell::drive(
-            &mut worker,
-            "return 1 + 1",
-            Arc::new(NoBridge),
-            limits.code_timeout,
+        let result = cell::CellRun {
+            code: "return 1 + 1",
+            bridge: Arc::new(NoBridge),
+            timeout: limits.code_timeout,
             limits,
-            CellTelemetry::default(),
-            None,
-            None,
-        )
+            solo: None,
+            traced_from: None,
+        }
+        .drive(&mut worker, CellTelemetry::default())
         .await;
         match (&result.outcome, &result.value) {
             (Outcome::Ok, Some(v)) if *v == serde_json::json!(2) => Ok(()),
@@ -458,7 +457,7 @@ impl Inner {
         telemetry.warm = warm;
         telemetry.worker_pid = worker.pid();
         telemetry.queue_ms = ms(t0);
-        // Alone, the cell may spin on its worker's socket (see `cell::drive`); with other cells
+        // Alone, the cell may spin on its worker's socket (see `cell::CellRun::drive`); with other cells
         // in flight it leaves the runtime's threads to them.
         let solo = self.slots.available() + 1 >= self.limits.live_workers;
         let ready_spin = Duration::from_micros(u64::from(self.worker.ready_spin_us));
@@ -467,16 +466,15 @@ impl Inner {
             worker_window: Duration::from_micros(u64::from(self.worker.spin.micros)),
             worker_cpu: worker.polling_on(ready_spin),
         });
-        let result = cell::drive(
-            &mut worker,
+        let result = cell::CellRun {
             code,
             bridge,
             timeout,
-            &self.limits,
-            telemetry,
+            limits: &self.limits,
             solo,
             traced_from,
-        )
+        }
+        .drive(&mut worker, telemetry)
         .await;
         // Closing the worker's socket and pidfd took ~40 µs here (the close wakes the dying
         // worker on a shared CPU): the refill does it, after the caller has its result.

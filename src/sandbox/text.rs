@@ -1,18 +1,9 @@
-//! Untrusted text from the isolate or a worker's stderr, made safe for terminals and logs
-//! (STYLE §3, "Terminal Output").
+//! Untrusted text from the isolate or a worker, bounded and repaired before it crosses a
+//! boundary.
 //!
-//! Owns: [`strip_controls`] and [`truncate_to`]. Never does: allocate when nothing must change.
-//! Invariants: the output has no C0 control except `\n` and `\t`, no DEL, no C1 control, no
-//! bidirectional control and no zero-width character; removing ESC (and the C1 CSI) defuses
-//! every escape sequence, leaving only printable residue.
-
-use std::borrow::Cow;
-
-/// Removes control characters (see the module invariants): the one terminal-safety filter,
-/// [`crate::telemetry::terminal_safe`].
-pub(crate) fn strip_controls(s: &str) -> Cow<'_, str> {
-    crate::telemetry::terminal_safe(s)
-}
+//! Owns: [`truncate_to`] (a byte bound on a char boundary) and [`repair_lone_surrogates`].
+//! Never does: make text terminal-safe — that is [`crate::telemetry::terminal_safe`], the one
+//! filter, which every console line and error message goes through on its way out.
 
 /// Cuts `s` to at most `max` bytes on a char boundary.
 pub(crate) fn truncate_to(s: &mut String, max: usize) {
@@ -75,16 +66,6 @@ pub(crate) fn repair_lone_surrogates(json: String) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn strips_escape_sequences_and_bidi() {
-        assert_eq!(
-            strip_controls("a\u{1b}[31mred\u{7}\r\n\tz"),
-            "a[31mred\n\tz"
-        );
-        assert_eq!(strip_controls("\u{9b}2J\u{202e}x"), "2Jx");
-        assert!(matches!(strip_controls("plain ü"), Cow::Borrowed(_)));
-    }
 
     #[test]
     fn repairs_only_unpaired_surrogates() {

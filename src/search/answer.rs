@@ -64,7 +64,7 @@ pub fn select_error(query: &str, max: usize) -> Option<String> {
 
 /// A `select:` name that named no allowed tool.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct Missing {
+pub struct MissingName {
     /// The name as given.
     pub name: String,
     /// Up to three allowed ids that look close.
@@ -84,7 +84,7 @@ pub struct Answer {
     /// Whether this was a `select:` query.
     pub select: bool,
     /// `select:` names that named no allowed tool, in the order given.
-    pub missing: Vec<Missing>,
+    pub missing: Vec<MissingName>,
     /// Which ranker answered (`select:` answers are lexical: exact names only).
     pub ranker: RankerKind,
 }
@@ -114,7 +114,7 @@ pub fn answer(
     for name in names {
         let found = named(index, name);
         if found.is_empty() {
-            missing.push(Missing {
+            missing.push(MissingName {
                 name: name.to_string(),
                 did_you_mean: lookup::suggestions(index, name),
             });

@@ -4,8 +4,8 @@
 //!   `{results: [{query, candidates, matched, truncated?, not_found?}], truncated?}` in request
 //!   order. Beside the hits, every answer says how many allowed tools matched and
 //!   whether the list was cut (`answer.rs`): in a batch group as `matched` and `truncated`; for
-//!   the single form in [`Single`] (its [`Response::note`] is the line a model reads beside the
-//!   array, its [`Response::signal`] the same for machines).
+//!   the single form in [`SingleSearch`] (its [`SearchResponse::note`] is the line a model reads beside the
+//!   array, its [`SearchResponse::signal`] the same for machines).
 //! - `select:NAME,…` as a query loads those tools (`answer.rs`); more names than the max limit
 //!   is an error naming the bound.
 //! - A non-blank scalar `query` next to a non-empty batch runs first with the top-level limit;
@@ -25,7 +25,7 @@
 use serde::Serialize;
 use serde_json::{Map, Value};
 
-use super::answer::{self, Answer, Missing};
+use super::answer::{self, Answer, MissingName};
 use super::hit::compact_text;
 use super::{Hit, RankedHit, RankerKind, SearchIndex, SearchSettings, resolve_limit, short};
 use crate::config::SearchLimits;
@@ -59,7 +59,7 @@ pub struct QuerySpec {
 
 /// A parsed `tool_search` request.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Request {
+pub enum SearchRequest {
     /// The single form: answered with an array of hits.
     Single(QuerySpec),
     /// A blank scalar without a batch: answered with `[]`.
@@ -82,7 +82,7 @@ pub struct BatchGroup {
     pub truncated: bool,
     /// `select:` names that named no allowed tool.
     #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub not_found: Vec<Missing>,
+    pub not_found: Vec<MissingName>,
     /// What the group covers, for the note (not serialized).
     #[serde(skip)]
     answer: Answer,
@@ -100,14 +100,14 @@ pub struct BatchResponse {
 
 /// The single form's answer: R-5.1's candidate array and what it covers.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Single {
+pub struct SingleSearch {
     /// The hits, best first.
     pub hits: Vec<Hit>,
     /// What the query covered (`None` for a blank query).
     answer: Option<Answer>,
 }
 
-impl Single {
+impl SingleSearch {
     /// Allowed tools that matched.
     pub fn matched(&self) -> usize {
         self.answer.as_ref().map_or(0, |a| a.matched)
@@ -121,7 +121,7 @@ impl Single {
     }
 
     /// `select:` names that named no allowed tool.
-    pub fn not_found(&self) -> &[Missing] {
+    pub fn not_found(&self) -> &[MissingName] {
         self.answer.as_ref().map_or(&[], |a| a.missing.as_slice())
     }
 
@@ -131,19 +131,19 @@ impl Single {
     }
 }
 
-impl Response {
+impl SearchResponse {
     /// Which ranker answered (hybrid when any query of a batch was answered by it); `None` for
     /// a blank query.
     pub fn ranker(&self) -> Option<RankerKind> {
         match self {
-            Response::Single(single) => single.answer.as_ref().map(|a| a.ranker),
-            Response::Batch(batch) => batch.results.iter().map(|g| g.answer.ranker).max(),
+            SearchResponse::Single(single) => single.answer.as_ref().map(|a| a.ranker),
+            SearchResponse::Batch(batch) => batch.results.iter().map(|g| g.answer.ranker).max(),
         }
     }
 }
 
 /// A search answer as a model and a machine read it: the JSON, and beside it what it
-/// covers (see [`Response::render`]).
+/// covers (see [`SearchResponse::render`]).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Searched {
     /// R-5.1's JSON: the single form's hit array or the batch object.
@@ -166,27 +166,29 @@ impl Searched {
 
 /// What a request yields.
 #[derive(Debug, Clone, PartialEq)]
-pub enum Response {
+pub enum SearchResponse {
     /// The single form.
-    Single(Single),
+    Single(SingleSearch),
     /// The batch form.
     Batch(BatchResponse),
 }
 
-impl Response {
+impl SearchResponse {
     /// The JSON returned to the model: the single form's candidate array, or the batch
     /// object (which carries each group's `matched` and `truncated` itself).
     pub fn to_json(&self) -> Value {
         match self {
-            Response::Single(single) => serde_json::to_value(&single.hits).unwrap_or(Value::Null),
-            Response::Batch(batch) => serde_json::to_value(batch).unwrap_or(Value::Null),
+            SearchResponse::Single(single) => {
+                serde_json::to_value(&single.hits).unwrap_or(Value::Null)
+            }
+            SearchResponse::Batch(batch) => serde_json::to_value(batch).unwrap_or(Value::Null),
         }
     }
 
     /// What the answer covers, as JSON for machines: `{matched, truncated, not_found?}` for the
     /// single form; `None` for a batch (its groups carry it).
     pub fn signal(&self) -> Option<Value> {
-        let Response::Single(single) = self else {
+        let SearchResponse::Single(single) = self else {
             return None;
         };
         let mut signal = Map::new();
@@ -212,7 +214,7 @@ impl Response {
     }
 
     /// The single form as one object, `{hits, matched, truncated, not_found?, note?}` (the CLI's
-    /// `search --json` and what a code cell's bridge receives); a batch as [`Response::to_json`]
+    /// `search --json` and what a code cell's bridge receives); a batch as [`SearchResponse::to_json`]
     /// plus its `note`, when there is one.
     pub fn to_object(&self, max_limit: usize) -> Value {
         let mut object = match (self.signal(), self.to_json()) {
@@ -234,11 +236,11 @@ impl Response {
     /// a missing tool. `None` for a blank query.
     pub fn note(&self, max_limit: usize) -> Option<String> {
         match self {
-            Response::Single(single) => single
+            SearchResponse::Single(single) => single
                 .answer
                 .as_ref()
                 .map(|answer| answer.note(single.hits.len(), false, max_limit)),
-            Response::Batch(batch) => {
+            SearchResponse::Batch(batch) => {
                 let lines: Vec<String> = batch
                     .results
                     .iter()
@@ -269,7 +271,10 @@ fn error(message: impl Into<String>) -> BatchError {
 }
 
 /// Parses a `tool_search` argument object.
-pub fn parse(args: &Value, limits: SearchLimits) -> Result<Request, BatchError> {
+pub fn parse_search_request(
+    args: &Value,
+    limits: SearchLimits,
+) -> Result<SearchRequest, BatchError> {
     let Value::Object(map) = args else {
         return Err(error(
             "expected an object: {\"query\": \"...\", \"limit\"?: n} or {\"queries\": [{\"query\": \"...\", \"limit\"?: n}, ...]}",
@@ -298,12 +303,14 @@ pub fn parse(args: &Value, limits: SearchLimits) -> Result<Request, BatchError> 
     let scalar_present = scalar.is_some_and(|q| !is_blank(q));
 
     match (scalar_present, batch.is_empty()) {
-        (true, true) => Ok(Request::Single(scalar_spec(scalar, top_limit, limits)?)),
+        (true, true) => Ok(SearchRequest::Single(scalar_spec(
+            scalar, top_limit, limits,
+        )?)),
         (false, true) => {
             if scalar.is_some() {
                 // A blank scalar without a batch: nothing to search for.
                 check_top_limit(top_limit, limits)?;
-                Ok(Request::Empty)
+                Ok(SearchRequest::Empty)
             } else {
                 Err(error(
                     "give a non-blank \"query\", or a non-empty \"queries\" list of {\"query\": \"...\"} objects",
@@ -314,7 +321,7 @@ pub fn parse(args: &Value, limits: SearchLimits) -> Result<Request, BatchError> 
             let mut all = vec![scalar_spec(scalar, top_limit, limits)?];
             all.extend(batch);
             check_batch(&all)?;
-            Ok(Request::Batch(all))
+            Ok(SearchRequest::Batch(all))
         }
         (false, false) => {
             if top_limit.is_some_and(|l| !l.is_null()) {
@@ -323,7 +330,7 @@ pub fn parse(args: &Value, limits: SearchLimits) -> Result<Request, BatchError> 
                 ));
             }
             check_batch(&batch)?;
-            Ok(Request::Batch(batch))
+            Ok(SearchRequest::Batch(batch))
         }
     }
 }
@@ -453,7 +460,11 @@ fn check_batch(all: &[QuerySpec]) -> Result<(), BatchError> {
 }
 
 /// Runs a parsed request against an index.
-pub fn execute(index: &SearchIndex, request: &Request, limits: SearchLimits) -> Response {
+pub fn execute(
+    index: &SearchIndex,
+    request: &SearchRequest,
+    limits: SearchLimits,
+) -> SearchResponse {
     let settings = SearchSettings::default();
     let answer_of = |spec: &QuerySpec| {
         answer::answer(
@@ -472,18 +483,18 @@ pub fn execute(index: &SearchIndex, request: &Request, limits: SearchLimits) -> 
             .collect()
     };
     match request {
-        Request::Empty => Response::Single(Single {
+        SearchRequest::Empty => SearchResponse::Single(SingleSearch {
             hits: Vec::new(),
             answer: None,
         }),
-        Request::Single(spec) => {
+        SearchRequest::Single(spec) => {
             let answer = answer_of(spec);
-            Response::Single(Single {
+            SearchResponse::Single(SingleSearch {
                 hits: hits_of(&answer),
                 answer: Some(answer),
             })
         }
-        Request::Batch(specs) => {
+        SearchRequest::Batch(specs) => {
             let results: Vec<BatchGroup> = specs
                 .iter()
                 .map(|spec| {
@@ -511,7 +522,7 @@ pub fn execute(index: &SearchIndex, request: &Request, limits: SearchLimits) -> 
                 results,
             };
             fit_budget(&mut response, BATCH_BUDGET_CHARS);
-            Response::Batch(response)
+            SearchResponse::Batch(response)
         }
     }
 }
@@ -521,8 +532,8 @@ pub fn run(
     index: &SearchIndex,
     args: &Value,
     limits: SearchLimits,
-) -> Result<Response, BatchError> {
-    Ok(execute(index, &parse(args, limits)?, limits))
+) -> Result<SearchResponse, BatchError> {
+    Ok(execute(index, &parse_search_request(args, limits)?, limits))
 }
 
 fn json_chars<T: Serialize>(value: &T) -> usize {

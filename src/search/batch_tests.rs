@@ -3,7 +3,7 @@
 
 use crate::SearchIndex;
 use crate::SearchLimits;
-use crate::search::batch::{self, BATCH_BUDGET_CHARS, QuerySpec, Request, Response};
+use crate::search::batch::{self, BATCH_BUDGET_CHARS, QuerySpec, SearchRequest, SearchResponse};
 use crate::{Authorized, Policy};
 use crate::{CatalogSnapshot, Descriptor, Source};
 use pretty_assertions::assert_eq;
@@ -23,21 +23,21 @@ fn spec(query: &str, limit: usize) -> QuerySpec {
 
 #[test]
 fn single_and_batch_forms_follow_r_5_2() {
-    let parse = |v: Value| batch::parse(&v, limits());
+    let parse = |v: Value| batch::parse_search_request(&v, limits());
     assert_eq!(
         parse(json!({"query": "mail"})),
-        Ok(Request::Single(spec("mail", 8)))
+        Ok(SearchRequest::Single(spec("mail", 8)))
     );
     assert_eq!(
         parse(json!({"query": "mail", "limit": 3, "queries": []})),
-        Ok(Request::Single(spec("mail", 3)))
+        Ok(SearchRequest::Single(spec("mail", 3)))
     );
-    assert_eq!(parse(json!({"query": "  "})), Ok(Request::Empty));
+    assert_eq!(parse(json!({"query": "  "})), Ok(SearchRequest::Empty));
     assert_eq!(
         parse(
             json!({"query": "mail", "limit": 2, "queries": [{"query": "cal", "limit": 4}, "web"]})
         ),
-        Ok(Request::Batch(vec![
+        Ok(SearchRequest::Batch(vec![
             spec("mail", 2),
             spec("cal", 4),
             spec("web", 8)
@@ -45,7 +45,7 @@ fn single_and_batch_forms_follow_r_5_2() {
     );
     assert_eq!(
         parse(json!({"query": "", "queries": [{"query": "cal"}]})),
-        Ok(Request::Batch(vec![spec("cal", 8)]))
+        Ok(SearchRequest::Batch(vec![spec("cal", 8)]))
     );
     let errors = [
         json!({}),
@@ -68,7 +68,7 @@ fn single_and_batch_forms_follow_r_5_2() {
 
 #[test]
 fn batch_bounds_follow_r_5_3() {
-    let parse = |v: Value| batch::parse(&v, limits());
+    let parse = |v: Value| batch::parse_search_request(&v, limits());
     let sixteen: Vec<Value> = (0..16)
         .map(|i| json!({"query": format!("q{i}"), "limit": 3}))
         .collect();
@@ -141,7 +141,7 @@ fn batch_responses_fit_the_budget_by_dropping_the_lowest_ranked_of_the_largest_g
         {"query": "meetings invitations", "limit": 20},
         {"query": "reminders", "limit": 5},
     ]});
-    let Response::Batch(response) = batch::run(&index, &request, limits()).unwrap() else {
+    let SearchResponse::Batch(response) = batch::run(&index, &request, limits()).unwrap() else {
         panic!("batch form expected")
     };
     let text = serde_json::to_string(&response).unwrap();
@@ -184,7 +184,7 @@ fn batch_responses_fit_the_budget_by_dropping_the_lowest_ranked_of_the_largest_g
 fn a_valid_query_that_matches_nothing_gives_an_empty_group() {
     let index = wordy_index();
     let request = json!({"queries": [{"query": "calendar", "limit": 1}, {"query": "zzzz qqqq"}]});
-    let Response::Batch(response) = batch::run(&index, &request, limits()).unwrap() else {
+    let SearchResponse::Batch(response) = batch::run(&index, &request, limits()).unwrap() else {
         panic!()
     };
     assert_eq!(response.results[1].candidates, vec![]);
@@ -193,7 +193,7 @@ fn a_valid_query_that_matches_nothing_gives_an_empty_group() {
     // The limit cut the first group: `truncated` means fewer candidates than matched.
     assert!(response.results[0].matched > 1);
     assert!(response.results[0].truncated && response.truncated);
-    let json = Response::Batch(response).to_json();
+    let json = SearchResponse::Batch(response).to_json();
     assert!(
         json["results"][1].get("truncated").is_none(),
         "flags appear only when set: {json}"
@@ -205,11 +205,11 @@ fn a_valid_query_that_matches_nothing_gives_an_empty_group() {
 fn a_batch_that_is_not_cut_is_not_truncated() {
     let index = wordy_index();
     let request = json!({"queries": [{"query": "zzzz qqqq"}, {"query": "yyyy"}]});
-    let Response::Batch(response) = batch::run(&index, &request, limits()).unwrap() else {
+    let SearchResponse::Batch(response) = batch::run(&index, &request, limits()).unwrap() else {
         panic!()
     };
     assert!(!response.truncated);
-    let response = Response::Batch(response);
+    let response = SearchResponse::Batch(response);
     assert!(response.to_json().get("truncated").is_none());
     assert_eq!(response.note(20), None);
 }
@@ -246,8 +246,8 @@ proptest! {
     /// the parser never panics on arbitrary JSON, and whatever it accepts runs.
     #[test]
     fn the_batch_parser_never_panics(value in arbitrary_json()) {
-        if let Ok(request) = batch::parse(&value, limits())
-            && let Request::Batch(specs) = &request {
+        if let Ok(request) = batch::parse_search_request(&value, limits())
+            && let SearchRequest::Batch(specs) = &request {
                 prop_assert!(specs.len() <= 16);
                 prop_assert!(specs.iter().map(|s| s.limit).sum::<usize>() <= 50);
             }

@@ -31,7 +31,7 @@ use crate::gateway::{
 use crate::policy::Policy;
 use crate::sandbox::{Bridge, CellResult, Limits, Outcome, Supervisor, SupervisorConfig};
 use crate::search::IndexCache;
-use crate::search::batch::{Response, Searched};
+use crate::search::batch::{SearchResponse, Searched};
 use crate::surface::{
     CodeAvailability, Dispatch, Format, PromptSection, Recovered, Surface, SurfaceError,
     SurfaceOptions, ToolDefinition,
@@ -636,7 +636,7 @@ impl Session {
 
     /// One query searched as `tool_search` searches it, with each hit's ranking detail
     /// (`toolsearch search`).
-    pub fn explain(&self, query: &str, limit: Option<&Value>) -> Result<Response, Reply> {
+    pub fn explain(&self, query: &str, limit: Option<&Value>) -> Result<SearchResponse, Reply> {
         self.inner
             .gateway
             .explain(query, limit)

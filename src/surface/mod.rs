@@ -38,7 +38,7 @@ mod recover;
 pub use guidance::{Guidance, Vocabulary};
 pub use names::ProviderNames;
 #[cfg(feature = "fuzzing")]
-pub use names::is_valid as names_is_valid;
+pub use names::is_valid_provider_name;
 pub use recover::Recovered;
 
 use std::collections::{BTreeMap, VecDeque};
@@ -920,7 +920,7 @@ impl Surface {
                 let finds = |plan: &recover::Plan| {
                     let request = crate::sandbox::search_request(plan.first(), Value::Null);
                     gateway.search(&request).is_ok_and(|response| {
-                        matches!(response, crate::search::batch::Response::Single(single) if !single.hits.is_empty())
+                        matches!(response, crate::search::batch::SearchResponse::Single(single) if !single.hits.is_empty())
                     })
                 };
                 match recover::unknown_name_search(name, arguments) {

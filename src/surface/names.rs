@@ -23,7 +23,7 @@ pub const CONTROL_NAMES: [&str; 4] = [
 ];
 
 /// Whether `name` satisfies `^[a-zA-Z0-9_-]{1,64}$`.
-pub fn is_valid(name: &str) -> bool {
+pub fn is_valid_provider_name(name: &str) -> bool {
     !name.is_empty()
         && name.len() <= MAX_NAME_LEN
         && name
@@ -77,7 +77,10 @@ impl ProviderNames {
         // renamed tool can never take a plain name away from another.
         for tool in &tools {
             let name = tool.name.as_str();
-            if is_valid(name) && plain_count.get(name) == Some(&1) && !taken.contains(name) {
+            if is_valid_provider_name(name)
+                && plain_count.get(name) == Some(&1)
+                && !taken.contains(name)
+            {
                 taken.insert(name.to_string());
                 names.insert(&tool.id, name.to_string());
             }
@@ -89,7 +92,7 @@ impl ProviderNames {
             let base = sanitize(&format!("{}__{}", tool.owner, tool.name));
             let mut candidate = base.clone();
             let mut salt = 0;
-            while !is_valid(&candidate) || taken.contains(&candidate) {
+            while !is_valid_provider_name(&candidate) || taken.contains(&candidate) {
                 candidate = hashed(&base, &tool.id, salt);
                 salt += 1;
             }

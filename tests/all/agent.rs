@@ -1526,3 +1526,87 @@ fn is_search_note(line: &str) -> bool {
     .iter()
     .any(|words| line.contains(words))
 }
+
+/// Every character class the one terminal filter removes: C0 (ESC, BEL, CR), DEL, C1 (CSI),
+/// bidirectional overrides, isolates and marks, zero-width characters.
+const HOSTILE: &str =
+    "ok \u{1b}[2J\u{7}\r\u{7f}\u{9b}31m\u{202e}\u{2066}\u{200f}\u{61c}\u{200b}\u{2060}\u{feff}done";
+/// What is left of [`HOSTILE`] once filtered (also inside a JSON excerpt, which escapes the C0
+/// controls as text).
+const HOSTILE_RESIDUE: &str = "31mdone";
+
+fn unsafe_for_terminal(c: char) -> bool {
+    matches!(c, '\u{0}'..='\u{8}' | '\u{b}'..='\u{1f}' | '\u{7f}'..='\u{9f}'
+        | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}' | '\u{200b}'..='\u{200f}'
+        | '\u{61c}' | '\u{2060}' | '\u{feff}')
+}
+
+/// A provider on a loopback port that answers every request with `status` and `body`.
+fn canned_provider(status: u16, body: String) -> String {
+    use std::io::{Read, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(mut stream) = stream else { continue };
+            let mut reader = BufReader::new(stream.try_clone().unwrap());
+            let mut length = 0usize;
+            loop {
+                let mut line = String::new();
+                if reader.read_line(&mut line).unwrap_or(0) == 0 || line == "\r\n" {
+                    break;
+                }
+                if let Some(v) = line.to_ascii_lowercase().strip_prefix("content-length:") {
+                    length = v.trim().parse().unwrap_or(0);
+                }
+            }
+            let mut request = vec![0u8; length];
+            let _ = reader.read_exact(&mut request);
+            let _ = write!(
+                stream,
+                "HTTP/1.1 {status} X\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+                body.len()
+            );
+        }
+    });
+    url
+}
+
+/// The agent's human transcript (answer on stdout, summary and stop reason on stderr, every log
+/// line on) carries no control, bidi or zero-width character from the provider's text.
+#[test]
+fn hostile_provider_text_reaches_the_agent_transcript_terminal_safe() {
+    let answer = json!({"choices": [{"message": {"role": "assistant", "content": HOSTILE},
+        "finish_reason": "stop"}], "usage": {"prompt_tokens": 1, "completion_tokens": 1}});
+    let refusal = json!({"error": {"message": HOSTILE}});
+    for (status, body, expect_success) in [(200, answer, true), (400, refusal, false)] {
+        let url = canned_provider(status, body.to_string());
+        let output = Command::new(BIN)
+            .args([
+                "agent",
+                "--provider",
+                &url,
+                "--mode",
+                "tools",
+                "--prompt",
+                "hi",
+            ])
+            .env("RUST_LOG", "debug")
+            .output()
+            .unwrap();
+        let text = format!(
+            "{}{}",
+            String::from_utf8_lossy(&output.stdout),
+            String::from_utf8_lossy(&output.stderr)
+        );
+        assert_eq!(output.status.success(), expect_success, "{status}: {text}");
+        assert!(text.contains(HOSTILE_RESIDUE), "{status}: {text:?}");
+        assert!(
+            !text.chars().any(unsafe_for_terminal),
+            "{status} printed a control: {:?}",
+            text.chars()
+                .filter(|c| unsafe_for_terminal(*c))
+                .collect::<String>()
+        );
+    }
+}

@@ -14,7 +14,7 @@ use rmcp::model::{CallToolRequestParams, CallToolResult, ClientRequest, Request,
 use rmcp::service::{Peer, PeerRequestOptions, RoleClient};
 use serde_json::{Map, Value, json};
 
-use super::{Status, Upstream, lock, token_key};
+use super::{Upstream, UpstreamStatus, lock, token_key};
 use crate::catalog::{
     BoxFuture, CallContext, FailureKind, SentResult, Tool, ToolError, ToolOutput,
 };
@@ -40,16 +40,16 @@ impl Upstream {
             loop {
                 let current = status.borrow_and_update().clone();
                 match current {
-                    Status::Ready => {
+                    UpstreamStatus::Ready => {
                         if let Some((generation, peer)) = lock(&self.peer).clone()
                             && Some(generation) != not
                         {
                             return Ok((generation, peer));
                         }
                     }
-                    Status::Down(reason) => return Err(reason),
-                    Status::Stopped => return Err("the gateway stopped it".to_string()),
-                    Status::Starting => {}
+                    UpstreamStatus::Down(reason) => return Err(reason),
+                    UpstreamStatus::Stopped => return Err("the gateway stopped it".to_string()),
+                    UpstreamStatus::Starting => {}
                 }
                 if status.changed().await.is_err() {
                     return Err("the gateway stopped it".to_string());

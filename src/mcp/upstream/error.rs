@@ -1,7 +1,7 @@
 //! Why an upstream MCP server could not be started, reached or listed.
 //!
 //! Owns: the wording of each such failure (what an operator reads in the server's
-//! `Status::Down` and in the log).
+//! `UpstreamStatus::Down` and in the log).
 //! Never does: word a tool call's failure for the model (the call path builds `ToolError`s).
 
 /// A failure to start, connect to or list an upstream server.

@@ -75,7 +75,7 @@ pub const STABLE_AFTER: Duration = Duration::from_secs(10);
 
 /// Where a server is.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Status {
+pub enum UpstreamStatus {
     /// Starting (or restarting): calls wait up to `startupTimeoutMs` for it.
     Starting,
     /// Connected; its tools are listed.
@@ -275,7 +275,7 @@ enum Ended {
 pub struct Upstream {
     config: McpServer,
     filters: Filters,
-    status: watch::Sender<Status>,
+    status: watch::Sender<UpstreamStatus>,
     /// The live connection and its generation (one per connection, so a caller whose request
     /// could not be sent can wait for the next one).
     peer: Mutex<Option<(u64, Peer<RoleClient>)>>,
@@ -323,7 +323,7 @@ impl Upstream {
         offers: broadcast::Sender<Offer>,
         supervisor: Option<std::path::PathBuf>,
     ) -> Arc<Upstream> {
-        let (status, _) = watch::channel(Status::Starting);
+        let (status, _) = watch::channel(UpstreamStatus::Starting);
         let (shutdown, _) = watch::channel(false);
         Arc::new(Upstream {
             config,
@@ -355,12 +355,12 @@ impl Upstream {
     }
 
     /// Where it is now.
-    pub fn status(&self) -> Status {
+    pub fn status(&self) -> UpstreamStatus {
         self.status.borrow().clone()
     }
 
     /// A receiver of its status.
-    pub fn watch_status(&self) -> watch::Receiver<Status> {
+    pub fn watch_status(&self) -> watch::Receiver<UpstreamStatus> {
         self.status.subscribe()
     }
 
@@ -379,7 +379,7 @@ impl Upstream {
         lock(&self.stderr).last(lines)
     }
 
-    fn set_status(&self, status: Status) {
+    fn set_status(&self, status: UpstreamStatus) {
         self.status.send_replace(status);
         self.changed.notify_one();
     }
@@ -400,7 +400,7 @@ impl Upstream {
             if *shutdown.borrow() {
                 break;
             }
-            self.set_status(Status::Starting);
+            self.set_status(UpstreamStatus::Starting);
             let started = tokio::select! {
                 started = tokio::time::timeout(self.config.startup_timeout, self.connect()) => started,
                 _ = shutdown.changed() => break,
@@ -412,7 +412,7 @@ impl Upstream {
                 Ok(Err(reason)) => reason.to_string(),
                 Ok(Ok(connection)) => {
                     backoff = FIRST_BACKOFF;
-                    self.set_status(Status::Ready);
+                    self.set_status(UpstreamStatus::Ready);
                     let up_since = std::time::Instant::now();
                     let ended = self.serve(connection, &mut shutdown).await;
                     *lock(&self.peer) = None;
@@ -437,7 +437,7 @@ impl Upstream {
             let reason = self.with_stderr(reason);
             // Reported once by whoever started the servers; this is the log line for operators.
             tracing::info!(server = %self.config.name, %reason, "MCP server unavailable");
-            self.set_status(Status::Down(reason));
+            self.set_status(UpstreamStatus::Down(reason));
             let restartable =
                 self.config.restart || matches!(self.config.transport, McpTransport::Http { .. });
             if !restartable {
@@ -451,7 +451,7 @@ impl Upstream {
             backoff = (backoff * 2).min(MAX_BACKOFF);
         }
         *lock(&self.peer) = None;
-        self.set_status(Status::Stopped);
+        self.set_status(UpstreamStatus::Stopped);
     }
 
     /// Appends the last stderr line, when there is one, to a failure reason (after

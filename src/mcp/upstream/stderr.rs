@@ -18,7 +18,7 @@ use super::lock;
 pub const STDERR_LINE_BYTES: usize = 2 * 1024;
 /// Bytes of stderr kept per server (the most recent lines).
 pub const STDERR_TAIL_BYTES: usize = 16 * 1024;
-/// What separates an outage reason from the server's last stderr line in [`Status::Down`].
+/// What separates an outage reason from the server's last stderr line in [`UpstreamStatus::Down`].
 pub const STDERR_NOTE: &str = "; its last stderr line: ";
 
 /// An outage reason without the server's own stderr text (which may carry anything the server
