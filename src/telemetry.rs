@@ -6,6 +6,7 @@
 //!   model saw up front; how many searches and describes it made; which tool it finally
 //!   called; whether the result came from a core/plugin, MCP or client tool. Records carry
 //!   ids, counts, sizes and durations — never arguments, results or query text.
+//!   It writes lines; their kinds and fields are the gateway's `Record` (`gateway/record.rs`).
 //! - [`own_messages`]: toolsearch's own log events, for `serve` to relay to its clients.
 //! - [`terminal_safe`]: the one terminal-safety filter. Every untrusted or model-written text on
 //!   its way to a terminal or a log line goes through it (CLI output, agent transcripts, tracing
@@ -156,19 +157,19 @@ impl SessionLog {
         self.state.locked().write_failures
     }
 
-    /// Appends one record: `kind` plus `fields` (strings are cut to `MAX_FIELD_CHARS`, 256 characters).
+    /// Appends one record, an object whose `type` names its kind (the gateway's `Record` is the
+    /// schema), stamped with `ts_ms`; strings are cut to `MAX_FIELD_CHARS` (256 characters).
     /// Never fails the caller: a write error is reported through `tracing`, once per log.
-    pub fn record(&self, kind: &str, fields: Map<String, Value>) {
+    pub(crate) fn write(&self, fields: Map<String, Value>) {
         let mut state = self.state.locked();
         if matches!(state.sink, Sink::Discard) || state.truncated {
             return;
         }
-        let mut record = Map::with_capacity(fields.len() + 2);
-        record.insert("type".into(), Value::from(kind));
+        let mut record: Map<String, Value> = fields
+            .into_iter()
+            .map(|(key, value)| (key, bound(value)))
+            .collect();
         record.insert("ts_ms".into(), Value::from(now_ms()));
-        for (key, value) in fields {
-            record.insert(key, bound(value));
-        }
         if state.records + 1 >= MAX_RECORDS {
             record = Map::new();
             record.insert("type".into(), Value::from("truncated"));
@@ -493,16 +494,26 @@ mod tests {
             .chain(['\u{200b}', '\u{200c}', '\u{200d}', '\u{2060}', '\u{feff}'])
             .collect();
         for c in &removed {
-            assert_eq!(terminal_safe(&format!("a{c}b")), "ab", "U+{:04X}", *c as u32);
+            assert_eq!(
+                terminal_safe(&format!("a{c}b")),
+                "ab",
+                "U+{:04X}",
+                *c as u32
+            );
         }
-        assert_eq!(
-            terminal_safe("a\u{1b}[31mred\u{7}\r\n\tz"),
-            "a[31mred\n\tz"
-        );
+        assert_eq!(terminal_safe("a\u{1b}[31mred\u{7}\r\n\tz"), "a[31mred\n\tz");
         assert_eq!(terminal_safe("\u{9b}2J\u{202e}x"), "2Jx");
         // Kept, and borrowed: text that needs no change is not copied.
-        for kept in ["plain ü", "天气 météo — “quoted”", "tab\tnew\nline", "emoji 🌍"] {
-            assert!(matches!(terminal_safe(kept), Cow::Borrowed(s) if s == kept), "{kept}");
+        for kept in [
+            "plain ü",
+            "天气 météo — “quoted”",
+            "tab\tnew\nline",
+            "emoji 🌍",
+        ] {
+            assert!(
+                matches!(terminal_safe(kept), Cow::Borrowed(s) if s == kept),
+                "{kept}"
+            );
         }
     }
 }

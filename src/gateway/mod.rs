@@ -24,6 +24,7 @@
 
 mod hooks;
 mod outcome;
+mod record;
 mod request;
 mod schedule;
 pub(crate) mod validate;
@@ -32,6 +33,7 @@ pub use hooks::{Approval, ApprovalHandler, BeforeToolCall, GlobApprovals, HookDe
 pub use outcome::{
     CallError, CallOutcome, ClientCall, Envelope, ErrorKind, Operation, Recovery, ToolRef,
 };
+pub(crate) use record::Record;
 pub(crate) use request::lookup_error;
 
 /// The resolve stage of `tool_call` on its own (the fuzz target): the tool id the request names
@@ -55,7 +57,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::{Duration, Instant};
 
-use serde_json::{Map, Value, json};
+use serde_json::{Value, json};
 
 use crate::catalog::{
     BoxFuture, CallContext, CatalogSnapshot, Descriptor, Executor, FailureKind, NestedCalls,
@@ -469,21 +471,19 @@ impl Gateway {
             ),
             Err(_) => (0, 0, false),
         };
-        let ranker = response.as_ref().ok().and_then(batch::SearchResponse::ranker);
+        let ranker = response
+            .as_ref()
+            .ok()
+            .and_then(batch::SearchResponse::ranker);
         Counters::add(&self.inner.counters.queries, queries as u64);
-        let mut fields = self.base_fields();
-        fields.insert("queries".into(), json!(queries));
-        fields.insert("results".into(), json!(results));
-        fields.insert("truncated".into(), json!(truncated));
-        if let Some(ranker) = ranker {
-            fields.insert("ranker".into(), json!(ranker.as_str()));
-        }
-        fields.insert("ok".into(), json!(response.is_ok()));
-        fields.insert(
-            "duration_us".into(),
-            json!(started.elapsed().as_micros() as u64),
-        );
-        self.inner.log.record("search", fields);
+        self.log(Record::Search {
+            queries,
+            results,
+            truncated,
+            ranker: ranker.map(|r| r.as_str()),
+            ok: response.is_ok(),
+            duration_us: started.elapsed().as_micros() as u64,
+        });
         tracing::debug!(queries, results, "tool_search");
         response
     }
@@ -546,13 +546,14 @@ impl Gateway {
                 }
             },
         };
-        let mut fields = self.base_fields();
-        fields.insert(
-            "tool_id".into(),
-            json!(result.as_ref().ok().and_then(|v| v.get("id")).cloned()),
-        );
-        fields.insert("ok".into(), json!(result.is_ok()));
-        self.inner.log.record("describe", fields);
+        self.log(Record::Describe {
+            tool_id: result
+                .as_ref()
+                .ok()
+                .and_then(|v| v.get("id"))
+                .and_then(Value::as_str),
+            ok: result.is_ok(),
+        });
         result
     }
 
@@ -954,10 +955,11 @@ impl Gateway {
         outcome
     }
 
-    fn base_fields(&self) -> Map<String, Value> {
-        let mut fields = Map::new();
-        fields.insert("run_id".into(), json!(self.inner.run.run_id));
-        fields
+    /// Writes `record` to the run's session log.
+    pub(crate) fn log(&self, record: Record<'_>) {
+        self.inner
+            .log
+            .write(record::fields(&self.inner.run.run_id, &record));
     }
 
     /// Writes the `run_start` record with how many schemas the model sees up front.
@@ -985,23 +987,17 @@ impl Gateway {
             *sources.entry(tool.source.as_str()).or_default() += 1;
         }
         let run = &self.inner.run;
-        let mut fields = self.base_fields();
-        fields.insert("agent".into(), json!(run.agent));
-        fields.insert("profile".into(), json!(run.profile));
-        fields.insert("sandbox".into(), json!(run.sandbox));
-        fields.insert("session".into(), json!(run.session));
-        fields.insert("catalog_size".into(), json!(view.len()));
-        fields.insert("direct_only".into(), json!(view.direct_only().len()));
-        fields.insert("sources".into(), json!(sources));
-        fields.insert(
-            "schemas_visible_up_front".into(),
-            json!(self.schemas_visible()),
-        );
-        fields.insert(
-            "snapshot".into(),
-            json!(view.snapshot().fingerprint().to_string()),
-        );
-        self.inner.log.record("run_start", fields);
+        self.log(Record::RunStart {
+            agent: run.agent.as_deref(),
+            profile: run.profile.as_deref(),
+            sandbox: run.sandbox.as_deref(),
+            session: run.session.as_deref(),
+            catalog_size: view.len(),
+            direct_only: view.direct_only().len(),
+            sources,
+            schemas_visible_up_front: self.schemas_visible(),
+            snapshot: view.snapshot().fingerprint().to_string(),
+        });
     }
 
     fn log_call(&self, outcome: &CallOutcome, tool: Option<&ToolRef>, started: Instant) {
@@ -1021,14 +1017,14 @@ impl Gateway {
             }
             finals.push_back((tool.id.clone(), tool.source));
         }
-        let mut fields = self.base_fields();
-        fields.insert("tool_id".into(), json!(tool.map(|t| t.id.as_str())));
-        fields.insert("source".into(), json!(tool.map(|t| t.source)));
-        fields.insert("trusted".into(), json!(tool.map(|t| t.source.is_trusted())));
-        fields.insert("status".into(), json!(status));
-        fields.insert("error_kind".into(), json!(kind));
-        fields.insert("duration_us".into(), json!(elapsed.as_micros() as u64));
-        self.inner.log.record("call", fields);
+        self.log(Record::Call {
+            tool_id: tool.map(|t| t.id.as_str()),
+            source: tool.map(|t| t.source),
+            trusted: tool.map(|t| t.source.is_trusted()),
+            status,
+            error_kind: kind,
+            duration_us: elapsed.as_micros() as u64,
+        });
         tracing::debug!(
             tool_id = tool.map(|t| t.id.as_str()).unwrap_or("-"),
             status,
@@ -1072,9 +1068,9 @@ impl Gateway {
         if self.inner.finished.swap(true, Ordering::AcqRel) {
             return;
         }
-        let mut fields = self.base_fields();
-        fields.insert("telemetry".into(), self.telemetry());
-        self.inner.log.record("run_end", fields);
+        self.log(Record::RunEnd {
+            telemetry: self.telemetry(),
+        });
     }
 }
 

@@ -50,7 +50,7 @@ use serde_json::{Value, json};
 use crate::catalog::{Descriptor, Fingerprint, Source};
 use crate::config::{Config, DirectoryStyle, Mode};
 use crate::directory::{self, Namespace, Row};
-use crate::gateway::{CallError, CallOutcome, ClientCall, Envelope, Gateway};
+use crate::gateway::{CallError, CallOutcome, ClientCall, Envelope, Gateway, Record};
 use crate::policy::Authorized;
 use crate::sandbox::{CellOptions, CellResult, GatewayBridge, Supervisor};
 use crate::search::lookup::{self, Resolution};
@@ -511,19 +511,17 @@ impl Surface {
                 chosen = %decision.chosen,
                 "auto mode decision"
             );
-            let mut fields = serde_json::Map::new();
-            fields.insert("run_id".into(), json!(gateway.run().run_id));
-            if let Ok(Value::Object(map)) = serde_json::to_value(decision) {
-                fields.extend(map);
-            }
-            gateway.session_log().record("auto_decision", fields);
+            gateway.log(Record::AutoDecision {
+                tools: decision.tools,
+                schema_tokens: decision.schema_tokens,
+                max_tools: decision.max_tools,
+                max_schema_tokens: decision.max_schema_tokens,
+                chosen: &decision.chosen,
+            });
         }
         if let Some(reason) = &self.fallback_reason {
             tracing::warn!(%reason, "code mode falls back to tools mode");
-            let mut fields = serde_json::Map::new();
-            fields.insert("run_id".into(), json!(gateway.run().run_id));
-            fields.insert("reason".into(), json!(reason));
-            gateway.session_log().record("code_fallback", fields);
+            gateway.log(Record::CodeFallback { reason });
         }
     }
 
@@ -592,15 +590,14 @@ impl Surface {
             )
         });
         crate::telemetry::Counters::bump(&gateway.counters().cells);
-        let mut fields = serde_json::Map::new();
-        fields.insert("run_id".into(), json!(gateway.run().run_id));
-        fields.insert("outcome".into(), json!(result.outcome.kind()));
-        fields.insert("worker_pid".into(), json!(result.telemetry.worker_pid));
-        fields.insert("warm".into(), json!(result.telemetry.warm));
-        fields.insert("queue_ms".into(), json!(result.telemetry.queue_ms));
-        fields.insert("run_ms".into(), json!(result.telemetry.run_ms));
-        fields.insert("bridge_calls".into(), json!(result.telemetry.bridge_calls));
-        gateway.session_log().record("cell", fields);
+        gateway.log(Record::Cell {
+            outcome: result.outcome.kind(),
+            worker_pid: result.telemetry.worker_pid,
+            warm: result.telemetry.warm,
+            queue_ms: result.telemetry.queue_ms,
+            run_ms: result.telemetry.run_ms,
+            bridge_calls: result.telemetry.bridge_calls,
+        });
         (result, bridge.last_search())
     }
 
@@ -988,13 +985,12 @@ fn record_recovered(gateway: &Gateway, recovered: &Recovered, outcome: &Dispatch
         ok,
         "recovered call"
     );
-    let mut fields = serde_json::Map::new();
-    fields.insert("run_id".into(), json!(gateway.run().run_id));
-    fields.insert("name".into(), json!(recovered.name));
-    fields.insert("form".into(), json!(recovered.form));
-    fields.insert("ran_as".into(), json!(recovered.ran_as));
-    fields.insert("ok".into(), json!(ok));
-    gateway.session_log().record("recovered_call", fields);
+    gateway.log(Record::RecoveredCall {
+        name: &recovered.name,
+        form: recovered.form,
+        ran_as: &recovered.ran_as,
+        ok,
+    });
 }
 
 impl From<CallOutcome> for Dispatch {
