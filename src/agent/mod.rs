@@ -316,6 +316,9 @@ struct Conversation {
     /// A client call handed out: (provider call id, gateway call id).
     awaiting: Option<(String, String)>,
     seen: HashMap<String, usize>,
+    /// The next step a call's result named (a code cell's `next`), by the call's repeat key:
+    /// an identical repeat is answered with it.
+    next_of: HashMap<String, String>,
     tokens_used: u64,
     /// Bytes of tool messages sent back so far (`max_run_result_bytes`).
     result_bytes: u64,
@@ -773,7 +776,7 @@ impl Agent {
                 }
             };
             let key = format!("{}\u{0}{}", pending.call.name, canonical(arguments));
-            let seen = run.conversation.seen.entry(key).or_insert(0);
+            let seen = run.conversation.seen.entry(key.clone()).or_insert(0);
             *seen += 1;
             let repeats = *seen - 1;
             if repeats > 0 {
@@ -785,7 +788,8 @@ impl Agent {
                         arguments: arguments.clone(),
                     });
                 }
-                let error = repeated_error(&pending.call.name);
+                let next = run.conversation.next_of.get(&key).map(String::as_str);
+                let error = repeated_error(&pending.call.name, next);
                 self.push_tool_text(&mut run.conversation, &pending.id, error.to_string());
                 continue;
             }
@@ -822,6 +826,9 @@ impl Agent {
                 let call = call.clone();
                 run.conversation.awaiting = Some((pending.id.clone(), call.call_id.clone()));
                 return Next::Stop(StopReason::ClientCall { call });
+            }
+            if let Some(next) = reply.body().get("next").and_then(Value::as_str) {
+                run.conversation.next_of.insert(key, next.to_string());
             }
             self.push_tool_result(&mut run.conversation, &pending.id, &reply);
         }
@@ -933,12 +940,15 @@ fn invalid_json_error(name: &str, text: &str) -> Value {
     }})
 }
 
-/// The error a model reads for an identical repeat.
-fn repeated_error(name: &str) -> Value {
+/// The error a model reads for an identical repeat: the step its result named, when it named
+/// one (a 1.5B model that searched in code mode searched again instead of sending it), else to
+/// use the result.
+fn repeated_error(name: &str, next: Option<&str>) -> Value {
+    let then = next.unwrap_or("Use that result: answer the user, or make a different call.");
     json!({"error": {
         "kind": "repeated_call",
         "message": format!(
-            "You already made this exact {name} call; its result is above and it was not run again. Use that result: answer the user, or make a different call."
+            "You already made this exact {name} call; its result is above and it was not run again. {then}"
         ),
     }})
 }
@@ -984,12 +994,15 @@ mod tests {
         assert!(
             m.contains("tool_call") && m.contains("not valid JSON") && m.contains("Nothing ran")
         );
-        let r = repeated_error("tool_search");
+        let r = repeated_error("tool_search", None);
+        let m = r["error"]["message"].as_str().unwrap();
         assert!(
-            r["error"]["message"]
-                .as_str()
-                .unwrap()
-                .contains("not run again")
+            m.contains("not run again") && m.contains("answer the user"),
+            "{m}"
         );
+        let step = "Now call tool_search_code with {\"code\": \"return 1;\"}.";
+        let r = repeated_error("tool_search_code", Some(step));
+        let m = r["error"]["message"].as_str().unwrap();
+        assert!(m.contains("not run again") && m.ends_with(step), "{m}");
     }
 }

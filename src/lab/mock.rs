@@ -110,21 +110,25 @@ pub enum SmallModel {
     /// search first, then the call the answer's next step names (the id taken from that step,
     /// never from the hits), then a final answer.
     CodeAsText,
+    /// Sends its search cell a second time, identically, instead of the next step; then calls
+    /// the tool the answer to that repeat names (the id taken from that answer's step).
+    RepeatsSearch,
 }
 
 impl SmallModel {
     /// Every behaviour.
-    pub const ALL: [SmallModel; 6] = [
+    pub const ALL: [SmallModel; 7] = [
         SmallModel::BridgeNames,
         SmallModel::BareNames,
         SmallModel::StructuredControls,
         SmallModel::FencedCode,
         SmallModel::NoReturn,
         SmallModel::CodeAsText,
+        SmallModel::RepeatsSearch,
     ];
 
     /// The behaviour's name (`bridge-names`, `bare-names`, `structured-controls`,
-    /// `fenced-code`, `no-return`, `code-as-text`).
+    /// `fenced-code`, `no-return`, `code-as-text`, `repeats-search`).
     pub fn as_str(self) -> &'static str {
         match self {
             SmallModel::BridgeNames => "bridge-names",
@@ -133,6 +137,7 @@ impl SmallModel {
             SmallModel::FencedCode => "fenced-code",
             SmallModel::NoReturn => "no-return",
             SmallModel::CodeAsText => "code-as-text",
+            SmallModel::RepeatsSearch => "repeats-search",
         }
     }
 

@@ -136,6 +136,14 @@ impl Past {
         }
         Some(value)
     }
+
+    /// The message of the answer to an identical repeat (`repeated_call`), if this is one.
+    fn repeated(&self) -> Option<String> {
+        let value: Value = serde_json::from_str(self.result.as_deref()?).ok()?;
+        let error = value.get("error")?;
+        (error.get("kind")? == "repeated_call")
+            .then(|| error.get("message")?.as_str().map(str::to_string))?
+    }
 }
 
 fn history(messages: &[Value]) -> Vec<Past> {
@@ -497,6 +505,41 @@ fn small_model_move(
                     ))
                 }
                 [.., result] => answer("tool_search_code", result),
+            })
+        }
+        SmallModel::RepeatsSearch => {
+            if !code {
+                return None;
+            }
+            let search = json!({"code": format!(
+                "return await openclaw.tools.search({});",
+                json!(query)
+            )});
+            let cells = successful_cells(past);
+            let repeated = past.iter().rev().find_map(Past::repeated);
+            Some(match (cells.as_slice(), repeated) {
+                ([] | [_], None) => call("tool_search_code", search),
+                ([] | [_], Some(message)) => {
+                    // Only the step in the answer to the repeat says what to call.
+                    let step = json!({ "next": message });
+                    let id = match next_step_id(&step) {
+                        Some(id) if id == target || target_name(&id) == target_name(target) => id,
+                        Some(_) => match cells.first().and_then(|found| find_hit(found, target)) {
+                            Some(id) => id.to_string(),
+                            None => return Some(not_found()),
+                        },
+                        None => return Some(not_found()),
+                    };
+                    call(
+                        "tool_search_code",
+                        json!({"code": format!(
+                            "return await openclaw.tools.call({}, {});",
+                            json!(id),
+                            scenario.arguments
+                        )}),
+                    )
+                }
+                ([.., result], _) => answer("tool_search_code", result),
             })
         }
     }

@@ -1336,6 +1336,47 @@ fn small_model_code_without_return_completes_in_code_auto_and_tools_mode() {
 /// Qwen2.5-Coder-1.5B does after its first search: with lenient parsing each cell runs as
 /// `tool_search_code`, counted as recovered, and the search's answer names the next step — the
 /// cell that calls the target by its exact id — which is all the scripted model goes by.
+/// A small model that sends its search cell again instead of the next step: the repeat is not
+/// run, its answer names the next step, and the model completes the scenario through it.
+#[test]
+fn a_repeated_search_cell_is_answered_with_its_next_step_in_code_and_auto_mode() {
+    for mode in SMALL_MODEL_MODES {
+        let lane = small_model_lane(SmallModel::RepeatsSearch, mode, false);
+        let label = mode.to_string();
+        assert_completed(&lane, &label, &[]);
+        if lane.session_mode != Mode::Code {
+            continue;
+        }
+        let statuses: Vec<&CallStatus> = lane.run.calls.iter().map(|c| &c.status).collect();
+        assert_eq!(
+            statuses,
+            [&CallStatus::Ok, &CallStatus::Repeated, &CallStatus::Ok],
+            "{label}"
+        );
+        let repeat: Value = lane
+            .run
+            .messages()
+            .iter()
+            .filter(|m| m["role"] == "tool")
+            .nth(1)
+            .and_then(|m| m["content"].as_str())
+            .and_then(|text| serde_json::from_str(text).ok())
+            .unwrap();
+        assert_eq!(
+            repeat["error"]["kind"], "repeated_call",
+            "{label}: {repeat}"
+        );
+        let message = repeat["error"]["message"].as_str().unwrap();
+        assert!(message.contains("not run again"), "{label}: {message}");
+        assert!(
+            message.contains(&format!(
+                "return await openclaw.tools.call(\\\"{TARGET_ID}\\\", {{{FIELD}: ?}});"
+            )) && message.ends_with("in place of each ?."),
+            "{label}: {message}"
+        );
+    }
+}
+
 #[test]
 fn small_model_code_written_as_text_completes_through_the_next_step_in_code_and_auto_mode() {
     for mode in SMALL_MODEL_MODES {

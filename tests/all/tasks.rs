@@ -85,6 +85,19 @@ fn every_small_model_behaviour_completes_the_suite() {
     for model in SmallModel::ALL {
         let runs = play(Some(model));
         assert_all_succeeded(&runs, model.as_str());
+        if model == SmallModel::RepeatsSearch {
+            // Nothing in the wrong shape: each code-mode run searched, repeated the search and
+            // still called its target (the answer to the repeat named it).
+            for run in runs.iter().filter(|r| r.chosen_mode == "code") {
+                let cells = run
+                    .called
+                    .iter()
+                    .filter(|name| *name == "tool_search_code")
+                    .count();
+                assert!(cells >= 3, "{}: {:?}", run.task, run.called);
+            }
+            continue;
+        }
         let recovered: usize = runs
             .iter()
             .filter(|r| r.mode == "code")
