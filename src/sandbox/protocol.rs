@@ -140,7 +140,7 @@ pub(crate) enum WorkerFrame {
         /// JSON array of the JS arguments.
         args: Box<RawValue>,
         /// The CPU the worker wrote this from, if known: the supervisor spins for the reply's
-        /// successor only while its worker runs on another CPU (`cell::drive`). Untrusted: a
+        /// successor only while its worker runs on another CPU (`cell::CellRun::drive`). Untrusted: a
         /// wrong value only changes whether the supervisor polls (bounded) or sleeps.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         cpu: Option<u32>,
