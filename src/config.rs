@@ -600,8 +600,7 @@ fn read_mcp_server(name: &str, value: &Value) -> Result<RawMcpServer, ConfigErro
         ));
     }
     let fields = object(value, &key, "an object with command or url")?;
-    let (mut command, mut args, mut env, mut cwd) = (None, Vec::new(), Default::default(), None);
-    let (mut url, mut headers) = (None, Default::default());
+    let mut transport = RawTransport::default();
     let mut server = RawMcpServer {
         name: name.to_string(),
         transport: McpTransport::Stdio {
@@ -620,51 +619,119 @@ fn read_mcp_server(name: &str, value: &Value) -> Result<RawMcpServer, ConfigErro
     };
     for (field, value) in fields {
         let path = format!("{key}.{field}");
-        match field.as_str() {
+        if !transport.read(field, value, &path)? {
+            server.read_setting(field, value, &path)?;
+        }
+    }
+    server.transport = transport.into_transport(&key, value)?;
+    Ok(server)
+}
+
+/// The transport keys of an MCP server, gathered before the transport is chosen.
+#[derive(Default)]
+struct RawTransport {
+    command: Option<String>,
+    args: Vec<String>,
+    env: std::collections::BTreeMap<String, String>,
+    cwd: Option<std::path::PathBuf>,
+    url: Option<String>,
+    headers: std::collections::BTreeMap<String, String>,
+}
+
+impl RawTransport {
+    /// Reads `field` if it is a transport key; `Ok(false)` when it is not one.
+    fn read(&mut self, field: &str, value: &Value, path: &str) -> Result<bool, ConfigError> {
+        match field {
             "command" => {
-                command = Some(string(value, &path, "a program name or path")?.to_string())
+                self.command = Some(string(value, path, "a program name or path")?.to_string())
             }
-            "args" => args = strings(value, &path)?,
-            "env" => env = string_map(value, &path)?,
+            "args" => self.args = strings(value, path)?,
+            "env" => self.env = string_map(value, path)?,
             "cwd" => {
-                cwd = Some(std::path::PathBuf::from(string(
+                self.cwd = Some(std::path::PathBuf::from(string(
                     value,
-                    &path,
+                    path,
                     "a directory",
                 )?))
             }
             "url" => {
-                let text = string(value, &path, "an http:// or https:// URL")?;
+                let text = string(value, path, "an http:// or https:// URL")?;
                 if !(text.starts_with("http://") || text.starts_with("https://")) {
-                    return Err(invalid(&path, value, "an http:// or https:// URL"));
+                    return Err(invalid(path, value, "an http:// or https:// URL"));
                 }
-                url = Some(text.to_string());
+                self.url = Some(text.to_string());
             }
-            "headers" => headers = string_map(value, &path)?,
+            "headers" => self.headers = string_map(value, path)?,
+            _ => return Ok(false),
+        }
+        Ok(true)
+    }
+
+    /// The stdio or HTTP transport the keys describe (`server` is the server's object).
+    fn into_transport(self, key: &str, server: &Value) -> Result<McpTransport, ConfigError> {
+        match (self.command, self.url) {
+            (Some(command), None) => {
+                if !self.headers.is_empty() {
+                    return Err(invalid(
+                        &format!("{key}.headers"),
+                        &Value::Null,
+                        "headers only with url (an HTTP server)",
+                    ));
+                }
+                Ok(McpTransport::Stdio {
+                    command,
+                    args: self.args,
+                    env: self.env,
+                    cwd: self.cwd,
+                })
+            }
+            (None, Some(url)) => {
+                if !self.args.is_empty() || !self.env.is_empty() || self.cwd.is_some() {
+                    return Err(invalid(
+                        key,
+                        server,
+                        "args, env and cwd only with command (a stdio server)",
+                    ));
+                }
+                Ok(McpTransport::Http {
+                    url,
+                    headers: self.headers,
+                })
+            }
+            (Some(_), Some(_)) => Err(invalid(key, server, "either command or url, not both")),
+            (None, None) => Err(invalid(key, server, "an object with command or url")),
+        }
+    }
+}
+
+impl RawMcpServer {
+    /// Reads one of the server's non-transport keys (`path` is its dotted key).
+    fn read_setting(&mut self, field: &str, value: &Value, path: &str) -> Result<(), ConfigError> {
+        match field {
             "startupTimeoutMs" => {
-                server.startup_timeout_ms = Some(integer(
+                self.startup_timeout_ms = Some(integer(
                     value,
-                    &path,
+                    path,
                     "an integer number of milliseconds (100–600000, default 30000)",
                 )?)
             }
             "callTimeoutMs" => {
-                server.call_timeout_ms = Some(integer(
+                self.call_timeout_ms = Some(integer(
                     value,
-                    &path,
+                    path,
                     "an integer number of milliseconds (1000–3600000, default 300000)",
                 )?)
             }
-            "enabledTools" => server.enabled_tools = Some(strings(value, &path)?),
-            "disabledTools" => server.disabled_tools = strings(value, &path)?,
+            "enabledTools" => self.enabled_tools = Some(strings(value, path)?),
+            "disabledTools" => self.disabled_tools = strings(value, path)?,
             "approval" => {
-                server.approval = match value.as_str() {
+                self.approval = match value.as_str() {
                     Some("destructive") => McpApproval::Destructive,
                     Some("always") => McpApproval::Always,
                     Some("never") => McpApproval::Never,
                     _ => {
                         return Err(invalid(
-                            &path,
+                            path,
                             value,
                             "\"destructive\", \"always\" or \"never\"",
                         ));
@@ -672,62 +739,33 @@ fn read_mcp_server(name: &str, value: &Value) -> Result<RawMcpServer, ConfigErro
                 }
             }
             "restart" => {
-                server.restart = value
+                self.restart = value
                     .as_bool()
-                    .ok_or_else(|| invalid(&path, value, "true or false"))?
+                    .ok_or_else(|| invalid(path, value, "true or false"))?
             }
             "protocol" => {
-                server.protocol = match value.as_str() {
+                self.protocol = match value.as_str() {
                     Some("handshake") => McpProtocol::Handshake,
                     Some("2026-07-28") => McpProtocol::Discover,
                     Some("auto") => McpProtocol::Auto,
                     _ => {
                         return Err(invalid(
-                            &path,
+                            path,
                             value,
                             "\"handshake\", \"2026-07-28\" or \"auto\"",
                         ));
                     }
                 }
             }
-            other => {
+            _ => {
                 return Err(ConfigError::UnknownKey {
-                    key: format!("{key}.{other}"),
+                    key: path.to_string(),
                     accepted: MCP_SERVER_KEYS,
                 });
             }
         }
+        Ok(())
     }
-    server.transport = match (command, url) {
-        (Some(command), None) => {
-            if !headers.is_empty() {
-                return Err(invalid(
-                    &format!("{key}.headers"),
-                    &Value::Null,
-                    "headers only with url (an HTTP server)",
-                ));
-            }
-            McpTransport::Stdio {
-                command,
-                args,
-                env,
-                cwd,
-            }
-        }
-        (None, Some(url)) => {
-            if !args.is_empty() || !env.is_empty() || cwd.is_some() {
-                return Err(invalid(
-                    &key,
-                    value,
-                    "args, env and cwd only with command (a stdio server)",
-                ));
-            }
-            McpTransport::Http { url, headers }
-        }
-        (Some(_), Some(_)) => return Err(invalid(&key, value, "either command or url, not both")),
-        (None, None) => return Err(invalid(&key, value, "an object with command or url")),
-    };
-    Ok(server)
 }
 
 fn object<'a>(
@@ -849,119 +887,130 @@ impl Raw {
         };
         self.enabled = Some(true);
         for (key, value) in settings {
-            let path = format!("{KEY}.{key}");
+            self.read_search_setting(key, value, &format!("{KEY}.{key}"))?;
+        }
+        Ok(())
+    }
+
+    /// Reads one key of the `tools.toolSearch` object (`path` is its dotted key).
+    fn read_search_setting(
+        &mut self,
+        key: &str,
+        value: &Value,
+        path: &str,
+    ) -> Result<(), ConfigError> {
+        match key {
+            "mode" => {
+                const EXPECTED: &str = "\"code\", \"tools\", \"directory\" or \"auto\" (use toolSearch: false for direct schemas)";
+                self.mode = Some(
+                    value
+                        .as_str()
+                        .and_then(Mode::parse)
+                        .filter(|m| *m != Mode::Direct)
+                        .ok_or_else(|| invalid(path, value, EXPECTED))?,
+                );
+            }
+            "autoDeferredMode" => {
+                self.auto_deferred_mode = Some(
+                    value
+                        .as_str()
+                        .and_then(Mode::parse)
+                        .filter(|m| matches!(m, Mode::Code | Mode::Tools | Mode::Directory))
+                        .ok_or_else(|| {
+                            invalid(path, value, "\"code\", \"tools\" or \"directory\"")
+                        })?,
+                );
+            }
+            "autoMaxTools" => {
+                self.auto_max_tools = Some(integer(
+                    value,
+                    path,
+                    "a non-negative integer (0–10000, default 32)",
+                )?);
+            }
+            "autoMaxSchemaTokens" => {
+                self.auto_max_schema_tokens = Some(integer(
+                    value,
+                    path,
+                    "a non-negative integer (0–1000000, default 12000)",
+                )?);
+            }
+            "codeTimeoutMs" => {
+                self.code_timeout_ms = Some(integer(
+                    value,
+                    path,
+                    "an integer number of milliseconds (1000–60000, default 10000)",
+                )?);
+            }
+            "memoryLimitBytes" => {
+                self.memory_limit_bytes = Some(integer(
+                    value,
+                    path,
+                    "an integer number of bytes (16 MiB–1 GiB, default 64 MiB)",
+                )?);
+            }
+            "searchDefaultLimit" => {
+                self.search_default_limit = Some(integer(
+                    value,
+                    path,
+                    "a positive integer (1–maxSearchLimit, default 8)",
+                )?);
+            }
+            "maxSearchLimit" => {
+                self.max_search_limit = Some(integer(
+                    value,
+                    path,
+                    "a positive integer (1–50, default 20)",
+                )?);
+            }
+            "directory" => {
+                self.directory = Some(match value.as_str() {
+                    Some("list") => DirectoryStyle::List,
+                    Some("namespaces") => DirectoryStyle::Namespaces,
+                    _ => return Err(invalid(path, value, "\"list\" or \"namespaces\"")),
+                });
+            }
+            "semantic" => self.read_semantic(path, value)?,
+            _ => {
+                return Err(ConfigError::UnknownKey {
+                    key: path.to_string(),
+                    accepted: SEARCH_KEYS,
+                });
+            }
+        }
+        Ok(())
+    }
+
+    /// Reads `tools.toolSearch.semantic` (`path` is that dotted key).
+    fn read_semantic(&mut self, path: &str, value: &Value) -> Result<(), ConfigError> {
+        let Value::Object(semantic) = value else {
+            return Err(invalid(
+                path,
+                value,
+                "an object: {model, cacheDir?, unverified?}",
+            ));
+        };
+        for (key, value) in semantic {
+            let path = format!("{path}.{key}");
+            let dir = |value: &Value| {
+                value
+                    .as_str()
+                    .filter(|s| !s.trim().is_empty())
+                    .map(std::path::PathBuf::from)
+                    .ok_or_else(|| invalid(&path, value, "a directory path (a non-empty string)"))
+            };
             match key.as_str() {
-                "mode" => {
-                    self.mode = Some(
-                        value
-                            .as_str()
-                            .and_then(Mode::parse)
-                            .filter(|m| *m != Mode::Direct)
-                            .ok_or_else(|| {
-                                invalid(&path, value, "\"code\", \"tools\", \"directory\" or \"auto\" (use toolSearch: false for direct schemas)")
-                            })?,
-                    );
+                "model" => self.semantic.model = Some(dir(value)?),
+                "cacheDir" => self.semantic.cache_dir = Some(dir(value)?),
+                "unverified" => {
+                    self.semantic.unverified = value
+                        .as_bool()
+                        .ok_or_else(|| invalid(&path, value, "true or false"))?;
                 }
-                "autoDeferredMode" => {
-                    self.auto_deferred_mode = Some(
-                        value
-                            .as_str()
-                            .and_then(Mode::parse)
-                            .filter(|m| matches!(m, Mode::Code | Mode::Tools | Mode::Directory))
-                            .ok_or_else(|| {
-                                invalid(&path, value, "\"code\", \"tools\" or \"directory\"")
-                            })?,
-                    );
-                }
-                "autoMaxTools" => {
-                    self.auto_max_tools = Some(integer(
-                        value,
-                        &path,
-                        "a non-negative integer (0–10000, default 32)",
-                    )?);
-                }
-                "autoMaxSchemaTokens" => {
-                    self.auto_max_schema_tokens = Some(integer(
-                        value,
-                        &path,
-                        "a non-negative integer (0–1000000, default 12000)",
-                    )?);
-                }
-                "codeTimeoutMs" => {
-                    self.code_timeout_ms = Some(integer(
-                        value,
-                        &path,
-                        "an integer number of milliseconds (1000–60000, default 10000)",
-                    )?);
-                }
-                "memoryLimitBytes" => {
-                    self.memory_limit_bytes = Some(integer(
-                        value,
-                        &path,
-                        "an integer number of bytes (16 MiB–1 GiB, default 64 MiB)",
-                    )?);
-                }
-                "searchDefaultLimit" => {
-                    self.search_default_limit = Some(integer(
-                        value,
-                        &path,
-                        "a positive integer (1–maxSearchLimit, default 8)",
-                    )?);
-                }
-                "maxSearchLimit" => {
-                    self.max_search_limit = Some(integer(
-                        value,
-                        &path,
-                        "a positive integer (1–50, default 20)",
-                    )?);
-                }
-                "directory" => {
-                    self.directory = Some(match value.as_str() {
-                        Some("list") => DirectoryStyle::List,
-                        Some("namespaces") => DirectoryStyle::Namespaces,
-                        _ => return Err(invalid(&path, value, "\"list\" or \"namespaces\"")),
-                    });
-                }
-                "semantic" => {
-                    let Value::Object(semantic) = value else {
-                        return Err(invalid(
-                            &path,
-                            value,
-                            "an object: {model, cacheDir?, unverified?}",
-                        ));
-                    };
-                    for (key, value) in semantic {
-                        let path = format!("{path}.{key}");
-                        let dir = |value: &Value| {
-                            value
-                                .as_str()
-                                .filter(|s| !s.trim().is_empty())
-                                .map(std::path::PathBuf::from)
-                                .ok_or_else(|| {
-                                    invalid(&path, value, "a directory path (a non-empty string)")
-                                })
-                        };
-                        match key.as_str() {
-                            "model" => self.semantic.model = Some(dir(value)?),
-                            "cacheDir" => self.semantic.cache_dir = Some(dir(value)?),
-                            "unverified" => {
-                                self.semantic.unverified = value
-                                    .as_bool()
-                                    .ok_or_else(|| invalid(&path, value, "true or false"))?;
-                            }
-                            other => {
-                                return Err(ConfigError::UnknownKey {
-                                    key: format!("{KEY}.semantic.{other}"),
-                                    accepted: SEMANTIC_KEYS,
-                                });
-                            }
-                        }
-                    }
-                }
-                other => {
+                _ => {
                     return Err(ConfigError::UnknownKey {
-                        key: format!("{KEY}.{other}"),
-                        accepted: SEARCH_KEYS,
+                        key: path,
+                        accepted: SEMANTIC_KEYS,
                     });
                 }
             }
@@ -970,21 +1019,26 @@ impl Raw {
     }
 
     /// Stage two: profile defaults, explicit values over them, clamps.
-    fn resolve(self, profile_override: Option<Profile>) -> Config {
+    fn resolve(mut self, profile_override: Option<Profile>) -> Config {
         let profile = profile_override
             .or(self.profile)
             .unwrap_or(Profile::Default);
         let mut config = Config::for_profile(profile);
         let mut warnings = Vec::new();
+        self.resolve_tool_search(&mut config, &mut warnings);
+        config.semantic = std::mem::take(&mut self.semantic);
+        for server in std::mem::take(&mut self.mcp) {
+            config.mcp.push(server.resolve(&mut warnings));
+        }
+        self.resolve_agent(&mut config.agent, &mut warnings);
+        config.warnings = warnings;
+        config
+    }
+
+    /// Applies the `tools.toolSearch` settings (all but `semantic`) over the profile's defaults.
+    fn resolve_tool_search(&self, config: &mut Config, warnings: &mut Vec<String>) {
         let mut clamp = |key: &str, value: u64, bounds: Bounds| {
-            let clamped = bounds.clamp(value);
-            if clamped != value {
-                warnings.push(format!(
-                    "tools.toolSearch.{key} {value} is outside {}–{}; using {clamped}",
-                    bounds.min, bounds.max
-                ));
-            }
-            clamped
+            clamp_noted(warnings, &format!("tools.toolSearch.{key}"), value, bounds)
         };
         if self.enabled == Some(false) {
             config.mode = Mode::Direct;
@@ -1028,86 +1082,80 @@ impl Raw {
         if let Some(directory) = self.directory {
             config.directory = directory;
         }
-        config.semantic = self.semantic;
-        for server in self.mcp {
-            let key = |field: &str| format!("mcp.servers.{}.{field}", server.name);
-            let startup = server
-                .startup_timeout_ms
-                .map(|v| {
-                    let clamped = MCP_STARTUP_TIMEOUT_MS.clamp(v);
-                    if clamped != v {
-                        warnings.push(format!(
-                            "{} {v} is outside {}–{}; using {clamped}",
-                            key("startupTimeoutMs"),
-                            MCP_STARTUP_TIMEOUT_MS.min,
-                            MCP_STARTUP_TIMEOUT_MS.max
-                        ));
-                    }
-                    clamped
-                })
-                .unwrap_or(MCP_STARTUP_TIMEOUT_MS.default);
-            let call = server
-                .call_timeout_ms
-                .map(|v| {
-                    let clamped = MCP_CALL_TIMEOUT_MS.clamp(v);
-                    if clamped != v {
-                        warnings.push(format!(
-                            "{} {v} is outside {}–{}; using {clamped}",
-                            key("callTimeoutMs"),
-                            MCP_CALL_TIMEOUT_MS.min,
-                            MCP_CALL_TIMEOUT_MS.max
-                        ));
-                    }
-                    clamped
-                })
-                .unwrap_or(MCP_CALL_TIMEOUT_MS.default);
-            config.mcp.push(McpServer {
-                name: server.name,
-                transport: server.transport,
-                startup_timeout: Duration::from_millis(startup),
-                call_timeout: Duration::from_millis(call),
-                enabled_tools: server.enabled_tools,
-                disabled_tools: server.disabled_tools,
-                approval: server.approval,
-                restart: server.restart,
-                protocol: server.protocol,
-            });
-        }
-        let mut agent = |key: &str, value: Option<u64>, bounds: Bounds| {
-            let value = value?;
-            let clamped = bounds.clamp(value);
-            if clamped != value {
-                warnings.push(format!(
-                    "agent.{key} {value} is outside {}–{}; using {clamped}",
-                    bounds.min, bounds.max
-                ));
-            }
-            Some(clamped)
+    }
+
+    /// Applies the `agent` bounds over their defaults.
+    fn resolve_agent(&self, agent: &mut AgentLimits, warnings: &mut Vec<String>) {
+        let mut clamp = |key: &str, value: Option<u64>, bounds: Bounds| {
+            value.map(|value| clamp_noted(warnings, &format!("agent.{key}"), value, bounds))
         };
-        if let Some(v) = agent(
+        if let Some(v) = clamp(
             "maxCallsPerTurn",
             self.agent_max_calls_per_turn,
             AGENT_MAX_CALLS_PER_TURN,
         ) {
-            config.agent.max_calls_per_turn = v as usize;
+            agent.max_calls_per_turn = v as usize;
         }
-        if let Some(v) = agent(
+        if let Some(v) = clamp(
             "maxRunResultBytes",
             self.agent_max_run_result_bytes,
             AGENT_MAX_RUN_RESULT_BYTES,
         ) {
-            config.agent.max_run_result_bytes = v;
+            agent.max_run_result_bytes = v;
         }
-        if let Some(v) = agent(
+        if let Some(v) = clamp(
             "runTimeoutMs",
             self.agent_run_timeout_ms,
             AGENT_RUN_TIMEOUT_MS,
         ) {
-            config.agent.run_timeout = Duration::from_millis(v);
+            agent.run_timeout = Duration::from_millis(v);
         }
-        config.warnings = warnings;
-        config
     }
+}
+
+impl RawMcpServer {
+    /// The server with its timeouts defaulted and clamped.
+    fn resolve(self, warnings: &mut Vec<String>) -> McpServer {
+        let key = |field: &str| format!("mcp.servers.{}.{field}", self.name);
+        let startup = self
+            .startup_timeout_ms
+            .map(|v| {
+                clamp_noted(
+                    warnings,
+                    &key("startupTimeoutMs"),
+                    v,
+                    MCP_STARTUP_TIMEOUT_MS,
+                )
+            })
+            .unwrap_or(MCP_STARTUP_TIMEOUT_MS.default);
+        let call = self
+            .call_timeout_ms
+            .map(|v| clamp_noted(warnings, &key("callTimeoutMs"), v, MCP_CALL_TIMEOUT_MS))
+            .unwrap_or(MCP_CALL_TIMEOUT_MS.default);
+        McpServer {
+            name: self.name,
+            transport: self.transport,
+            startup_timeout: Duration::from_millis(startup),
+            call_timeout: Duration::from_millis(call),
+            enabled_tools: self.enabled_tools,
+            disabled_tools: self.disabled_tools,
+            approval: self.approval,
+            restart: self.restart,
+            protocol: self.protocol,
+        }
+    }
+}
+
+/// `value` clamped to `bounds`; a clamp is noted in `warnings` under the dotted `key`.
+fn clamp_noted(warnings: &mut Vec<String>, key: &str, value: u64, bounds: Bounds) -> u64 {
+    let clamped = bounds.clamp(value);
+    if clamped != value {
+        warnings.push(format!(
+            "{key} {value} is outside {}–{}; using {clamped}",
+            bounds.min, bounds.max
+        ));
+    }
+    clamped
 }
 
 /// Bounds on the files the product reads (configs, policies, catalogs, query files, cell

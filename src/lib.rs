@@ -17,6 +17,8 @@
 // Foundations.
 mod config;
 mod sync;
+// (bounded caches, on the locks above)
+mod cache;
 mod telemetry;
 // Tools: descriptors, snapshots, the `Tool` trait; the embedded demo catalog.
 mod catalog;
@@ -74,9 +76,9 @@ pub use mcp::serve::{HttpListener, ServeError, ServeOptions};
 pub use mcp::{Upstream, UpstreamStatus, Upstreams};
 pub use policy::{Authorized, Policy, PolicyError};
 pub use sandbox::{
-    ALLOWED_SYSCALLS, Bridge, BridgeError, BridgeOp, CallPhases, CellOptions, CellPhases,
-    CellResult, CellTelemetry, GatewayBridge, LimitKind, Limits, LogLevel, LogLine, Outcome,
-    PollWhen, Polling, SandboxError, Supervisor, SupervisorConfig,
+    ALLOWED_SYSCALLS, Bridge, BridgeOp, CallPhases, CellOptions, CellPhases, CellResult,
+    CellTelemetry, GatewayBridge, LimitKind, Limits, LogLevel, LogLine, Outcome, PollWhen, Polling,
+    SandboxError, Supervisor, SupervisorConfig,
 };
 pub use search::answer::MissingName;
 pub use search::batch::{SearchResponse, Searched, SingleSearch};

@@ -351,27 +351,23 @@ impl Authorized {
     /// Applies `policy` to `snapshot`.
     pub fn new(snapshot: CatalogSnapshot, policy: Policy) -> Authorized {
         let mut denied = DeniedKeys::default();
-        let mut keep = |d: &Descriptor| {
-            let allowed = policy.allows(d);
-            if !allowed {
-                denied.add(d);
-            }
-            allowed
+        // The positions in `tools` that the policy allows; the denied tools are noted.
+        let mut allowed_in = |tools: &[Descriptor]| -> Vec<u32> {
+            tools
+                .iter()
+                .enumerate()
+                .filter(|(_, d)| {
+                    let allowed = policy.allows(d);
+                    if !allowed {
+                        denied.add(d);
+                    }
+                    allowed
+                })
+                .map(|(i, _)| i as u32)
+                .collect()
         };
-        let allowed: Vec<u32> = snapshot
-            .tools()
-            .iter()
-            .enumerate()
-            .filter(|(_, d)| keep(d))
-            .map(|(i, _)| i as u32)
-            .collect();
-        let allowed_direct: Vec<u32> = snapshot
-            .direct_only()
-            .iter()
-            .enumerate()
-            .filter(|(_, d)| keep(d))
-            .map(|(i, _)| i as u32)
-            .collect();
+        let allowed = allowed_in(snapshot.tools());
+        let allowed_direct = allowed_in(snapshot.direct_only());
         Authorized {
             snapshot,
             policy,
@@ -419,6 +415,12 @@ impl Authorized {
     /// Whether no catalog-mode tool is allowed.
     pub fn is_empty(&self) -> bool {
         self.allowed.is_empty()
+    }
+
+    /// The allowed catalog-mode tool at `position` in view order (the search index's positions).
+    pub fn at(&self, position: u32) -> Option<&Descriptor> {
+        let snapshot_position = *self.allowed.get(position as usize)?;
+        self.snapshot.tool(snapshot_position)
     }
 
     /// The allowed catalog-mode tool with exactly this id.

@@ -541,28 +541,23 @@ impl<'a> Renderer<'a> {
         }
         // Draft-04 spells exclusive bounds as booleans beside `minimum`/`maximum`; later drafts as
         // numbers of their own. Both are accepted, and anything else is ignored.
-        let exclusive = |key: &str| matches!(map.get(key), Some(Value::Bool(true)));
-        if let Some(Value::Number(n)) = map.get("minimum") {
-            let op = if exclusive("exclusiveMinimum") {
-                ">"
-            } else {
-                ">="
-            };
-            self.comment_part(&mut parts, op, Some(n));
-        }
-        if let Some(Value::Number(n)) = map.get("exclusiveMinimum") {
-            self.comment_part(&mut parts, ">", Some(n));
-        }
-        if let Some(Value::Number(n)) = map.get("maximum") {
-            let op = if exclusive("exclusiveMaximum") {
-                "<"
-            } else {
-                "<="
-            };
-            self.comment_part(&mut parts, op, Some(n));
-        }
-        if let Some(Value::Number(n)) = map.get("exclusiveMaximum") {
-            self.comment_part(&mut parts, "<", Some(n));
+        // (the bound, its exclusive keyword, the inclusive and the exclusive operator)
+        let bounds = [
+            ("minimum", "exclusiveMinimum", ">=", ">"),
+            ("maximum", "exclusiveMaximum", "<=", "<"),
+        ];
+        for (bound, exclusive, inclusive_op, exclusive_op) in bounds {
+            if let Some(Value::Number(n)) = map.get(bound) {
+                let op = if matches!(map.get(exclusive), Some(Value::Bool(true))) {
+                    exclusive_op
+                } else {
+                    inclusive_op
+                };
+                self.comment_part(&mut parts, op, Some(n));
+            }
+            if let Some(Value::Number(n)) = map.get(exclusive) {
+                self.comment_part(&mut parts, exclusive_op, Some(n));
+            }
         }
         if parts > 0 {
             self.write(" */");

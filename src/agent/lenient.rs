@@ -25,6 +25,29 @@ pub const MAX_SCANNED_BYTES: usize = 256 * 1024;
 /// At most this many text calls are taken from one message.
 pub const MAX_CALLS: usize = 16;
 
+/// The calls in the blocks of `text` and the text around them (trimmed), or `None` when no
+/// block holds a call. `next_block(cursor)` finds the first block at or after `cursor`: where
+/// it opens, the body that may hold a call object, and where it ends. A block whose body is
+/// not a call, or beyond [`MAX_CALLS`], stays in the text.
+fn calls_in_blocks<'t>(
+    text: &'t str,
+    next_block: impl Fn(usize) -> Option<(usize, &'t str, usize)>,
+) -> Option<(Vec<RawCall>, String)> {
+    let mut calls = Vec::new();
+    let mut rest = String::new();
+    let mut cursor = 0;
+    while let Some((open, body, next)) = next_block(cursor) {
+        rest.push_str(&text[cursor..open]);
+        match call_object(body) {
+            Some(call) if calls.len() < MAX_CALLS => calls.push(call),
+            _ => rest.push_str(&text[open..next]),
+        }
+        cursor = next;
+    }
+    rest.push_str(&text[cursor..]);
+    (!calls.is_empty()).then(|| (calls, rest.trim().to_string()))
+}
+
 /// The calls found in `content` and the content left once they are removed (trimmed).
 pub(crate) fn parse(content: &str) -> (Vec<RawCall>, String) {
     let mut scan_end = content.len().min(MAX_SCANNED_BYTES);
@@ -32,15 +55,11 @@ pub(crate) fn parse(content: &str) -> (Vec<RawCall>, String) {
         scan_end -= 1;
     }
     let text = &content[..scan_end];
-    let mut calls = Vec::new();
-    let mut rest = String::new();
 
     // 1. `<tool_call>` blocks.
     if text.contains("<tool_call>") {
-        let mut cursor = 0;
-        while let Some(start) = text[cursor..].find("<tool_call>") {
-            let open = cursor + start;
-            rest.push_str(&text[cursor..open]);
+        let found = calls_in_blocks(text, |cursor| {
+            let open = cursor + text[cursor..].find("<tool_call>")?;
             let body_start = open + "<tool_call>".len();
             let (body, next) = match text[body_start..].find("</tool_call>") {
                 Some(end) => (
@@ -49,47 +68,30 @@ pub(crate) fn parse(content: &str) -> (Vec<RawCall>, String) {
                 ),
                 None => (&text[body_start..], text.len()),
             };
-            match call_object(strip_fence(body)) {
-                Some(call) if calls.len() < MAX_CALLS => calls.push(call),
-                _ => rest.push_str(&text[open..next]),
-            }
-            cursor = next;
+            Some((open, strip_fence(body), next))
+        });
+        if let Some(found) = found {
+            return found;
         }
-        rest.push_str(&text[cursor..]);
-        if !calls.is_empty() {
-            return (calls, rest.trim().to_string());
-        }
-        rest.clear();
     }
 
     // 2. Fenced blocks.
     if text.contains("```") {
-        let mut cursor = 0;
-        while let Some(start) = text[cursor..].find("```") {
-            let open = cursor + start;
+        let found = calls_in_blocks(text, |cursor| {
+            let open = cursor + text[cursor..].find("```")?;
             let after = open + 3;
-            let Some(end) = text[after..].find("```") else {
-                break;
-            };
+            let end = text[after..].find("```")?;
             let block = &text[after..after + end];
-            let next = after + end + 3;
             // Drop an info string (`json`, `tool_call`…) on the opening line.
             let body = match block.find('\n') {
                 Some(nl) if !block[..nl].trim_start().starts_with('{') => &block[nl + 1..],
                 _ => block,
             };
-            rest.push_str(&text[cursor..open]);
-            match call_object(body) {
-                Some(call) if calls.len() < MAX_CALLS => calls.push(call),
-                _ => rest.push_str(&text[open..next]),
-            }
-            cursor = next;
+            Some((open, body, after + end + 3))
+        });
+        if let Some(found) = found {
+            return found;
         }
-        rest.push_str(&text[cursor..]);
-        if !calls.is_empty() {
-            return (calls, rest.trim().to_string());
-        }
-        rest.clear();
     }
 
     // 3. The whole content is one call object.

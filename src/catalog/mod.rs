@@ -211,6 +211,20 @@ pub struct ToolError {
     pub sent: Option<Arc<SentResult>>,
 }
 
+impl From<String> for ToolError {
+    /// A plain message is a tool failure.
+    fn from(message: String) -> Self {
+        ToolError::new(message)
+    }
+}
+
+impl From<&str> for ToolError {
+    /// A plain message is a tool failure.
+    fn from(message: &str) -> Self {
+        ToolError::new(message)
+    }
+}
+
 impl ToolError {
     /// A tool failure with a message for the model.
     #[cold]

@@ -5,42 +5,20 @@
 //! reach the terminal.
 
 use std::io::Write;
-use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Duration;
 
-use anyhow::{Context, Result};
-use clap::{Args, ValueEnum};
+use anyhow::Result;
+use clap::Args;
 use serde_json::json;
 
-use super::{CatalogArgs, ConfigArgs, session, with_session};
+use super::{ModeArg, PlanArgs, WorkerArgs, setup_or_json, with_session, write_json};
 use crate::agent::{Agent, AgentOptions, ProviderConfig, StopReason};
-use crate::config::{AgentLimits, Mode};
+use crate::config::AgentLimits;
 use crate::gateway::GlobApprovals;
 use crate::session::SessionBuilder;
 use crate::telemetry::terminal_safe;
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub(super) enum ModeArg {
-    Direct,
-    Tools,
-    Directory,
-    Code,
-    Auto,
-}
-
-impl ModeArg {
-    fn mode(self) -> Mode {
-        match self {
-            ModeArg::Direct => Mode::Direct,
-            ModeArg::Tools => Mode::Tools,
-            ModeArg::Directory => Mode::Directory,
-            ModeArg::Code => Mode::Code,
-            ModeArg::Auto => Mode::Auto,
-        }
-    }
-}
 
 /// How to reach the provider (shared by `agent` and `bench agent`).
 #[derive(Debug, Args)]
@@ -145,23 +123,13 @@ pub(super) struct AgentArgs {
     #[arg(long = "approve", value_name = "GLOB")]
     approve: Vec<String>,
     #[command(flatten)]
-    catalog: CatalogArgs,
-    #[command(flatten)]
-    config: ConfigArgs,
+    plan: PlanArgs,
     /// Print the run as one JSON object: stop, answer, turns, requests (bytes, tokens), tool
     /// calls, first call per tool, wall time.
     #[arg(long)]
     json: bool,
-    /// The binary that runs code-mode workers (default: this executable).
-    #[arg(long, hide = true)]
-    worker_binary: Option<PathBuf>,
-}
-
-fn worker_binary(explicit: &Option<PathBuf>) -> Result<PathBuf> {
-    match explicit {
-        Some(path) => Ok(path.clone()),
-        None => std::env::current_exe().context("cannot locate the toolsearch executable"),
-    }
+    #[command(flatten)]
+    worker: WorkerArgs,
 }
 
 /// Untrusted text for the terminal.
@@ -174,8 +142,8 @@ pub(super) fn agent(args: AgentArgs) -> Result<ExitCode> {
     // that is still one object on stdout.
     let run = (|| -> Result<_> {
         let approvals = GlobApprovals::new(&args.approve).map_err(anyhow::Error::msg)?;
-        let plan = session(&args.config, &args.catalog)?;
-        let worker = worker_binary(&args.worker_binary)?;
+        let plan = args.plan.plan()?;
+        let worker = args.worker.binary()?;
         let options = args.provider.options(args.lenient, &plan.config.agent);
         if args.provider.provider.is_none() {
             anyhow::bail!("--provider is needed (--scripted is for bench agent --tasks)");
@@ -184,15 +152,10 @@ pub(super) fn agent(args: AgentArgs) -> Result<ExitCode> {
         let mode = args.mode.map(ModeArg::mode);
         // Hybrid: the tool vectors are ready (cached or embedded) before the first request.
         #[cfg(feature = "semantic")]
-        let hybrid = args.semantic.open(&plan.config.semantic)?.map(|store| {
-            Arc::new(crate::search::IndexCache::new().with_semantic(
-                crate::search::hybrid::Semantic {
-                    store,
-                    fusion: crate::search::hybrid::Fusion::default(),
-                    background: false,
-                },
-            ))
-        });
+        let hybrid = args
+            .semantic
+            .open(&plan.config.semantic)?
+            .map(|store| super::semantic_cache(store, false));
         let configure = |builder: SessionBuilder| {
             let builder = builder
                 .context_tokens(args.context_tokens)
@@ -200,10 +163,7 @@ pub(super) fn agent(args: AgentArgs) -> Result<ExitCode> {
                 .worker_binary(worker)
                 .approvals(Arc::new(approvals));
             #[cfg(feature = "semantic")]
-            let builder = match hybrid {
-                Some(cache) => builder.index_cache(cache),
-                None => builder,
-            };
+            let builder = super::with_index_cache(builder, hybrid);
             match mode {
                 Some(mode) => builder.mode(mode),
                 None => builder,
@@ -213,24 +173,17 @@ pub(super) fn agent(args: AgentArgs) -> Result<ExitCode> {
             agent.run(session, &args.prompt).await
         })
     })();
-    let run = match run {
+    let failure = |error: &anyhow::Error| {
+        let message = clean(&format!("{error:#}"));
+        json!({"stop": {"reason": "setup", "message": message}})
+    };
+    let run = match setup_or_json(run, args.json, failure)? {
         Ok(run) => run,
-        Err(error) if args.json => {
-            let message = clean(&format!("{error:#}"));
-            writeln!(
-                std::io::stdout().lock(),
-                "{}",
-                serde_json::to_string_pretty(
-                    &json!({"stop": {"reason": "setup", "message": message}})
-                )?
-            )?;
-            return Ok(ExitCode::from(1));
-        }
-        Err(error) => return Err(error),
+        Err(code) => return Ok(code),
     };
     let mut out = std::io::stdout().lock();
     if args.json {
-        writeln!(out, "{}", serde_json::to_string_pretty(&run.to_json())?)?;
+        write_json(&mut out, &run.to_json())?;
     } else {
         if let Some(answer) = &run.answer {
             writeln!(out, "{}", clean(answer))?;
@@ -299,15 +252,14 @@ pub(super) struct BenchAgentArgs {
     /// Run only this task of the suite (repeatable; implies --tasks).
     #[arg(long, value_name = "NAME")]
     task: Vec<String>,
-    /// The binary that runs code-mode workers (default: this executable).
-    #[arg(long, hide = true)]
-    worker_binary: Option<PathBuf>,
+    #[command(flatten)]
+    worker: WorkerArgs,
 }
 
 #[cfg(feature = "lab")]
 pub(super) fn bench_agent(args: BenchAgentArgs) -> Result<ExitCode> {
-    let binary = worker_binary(&args.worker_binary)?;
-    let modes: Vec<Mode> = args.modes.iter().map(|m| m.mode()).collect();
+    let binary = args.worker.binary()?;
+    let modes: Vec<crate::config::Mode> = args.modes.iter().map(|m| m.mode()).collect();
     if args.tasks || !args.task.is_empty() {
         return crate::lab::command::bench_tasks(
             crate::lab::command::TasksRun {
@@ -332,11 +284,7 @@ pub(super) fn bench_agent(args: BenchAgentArgs) -> Result<ExitCode> {
     ))?;
     let mut out = std::io::stdout().lock();
     if args.json {
-        writeln!(
-            out,
-            "{}",
-            serde_json::to_string_pretty(&json!({"rows": rows}))?
-        )?;
+        write_json(&mut out, &json!({"rows": rows}))?;
     } else {
         crate::lab::command::print_agent(&mut out, &rows)?;
     }

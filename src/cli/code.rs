@@ -5,10 +5,10 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
 
-use anyhow::{Context, Result, bail};
+use anyhow::{Result, bail};
 use clap::Args;
 
-use super::{CatalogArgs, ConfigArgs, session, with_session};
+use super::{PlanArgs, WorkerArgs, setup_or_json, with_session, write_json};
 use crate::config::Mode;
 // A cell file or stdin is read up to this bound; the sandbox's own, smaller `code_bytes` limit
 // then applies with its own error.
@@ -28,9 +28,7 @@ pub(super) struct ExecArgs {
     #[arg(short = 'e', long = "eval", value_name = "CODE")]
     eval: Option<String>,
     #[command(flatten)]
-    catalog: CatalogArgs,
-    #[command(flatten)]
-    config: ConfigArgs,
+    plan: PlanArgs,
     /// Wall-clock limit in milliseconds (clamped to 1,000–60,000; default from the config,
     /// 10,000).
     #[arg(long, value_name = "N")]
@@ -41,16 +39,8 @@ pub(super) struct ExecArgs {
     /// Print exactly one JSON object: {ok, value | error: {kind, message}, logs, telemetry}.
     #[arg(long)]
     json: bool,
-    /// The binary that runs workers (default: this executable).
-    #[arg(long, hide = true)]
-    worker_binary: Option<PathBuf>,
-}
-
-fn worker_binary(explicit: &Option<PathBuf>) -> Result<PathBuf> {
-    match explicit {
-        Some(path) => Ok(path.clone()),
-        None => std::env::current_exe().context("cannot locate the toolsearch executable"),
-    }
+    #[command(flatten)]
+    worker: WorkerArgs,
 }
 
 fn read_code(args: &ExecArgs) -> Result<String> {
@@ -82,8 +72,8 @@ pub(super) fn exec(args: ExecArgs) -> Result<ExitCode> {
     let prepared = (|| {
         let code = read_code(&args)?;
         let approvals = GlobApprovals::new(&args.approve).map_err(anyhow::Error::msg)?;
-        let binary = worker_binary(&args.worker_binary)?;
-        let plan = session(&args.config, &args.catalog)?;
+        let binary = args.worker.binary()?;
+        let plan = args.plan.plan()?;
         let timeout = args.timeout_ms.map(std::time::Duration::from_millis);
         with_session(
             plan,
@@ -97,27 +87,20 @@ pub(super) fn exec(args: ExecArgs) -> Result<ExitCode> {
             async |session| session.run_cell(&code, timeout).await,
         )
     })();
-    let result = match prepared {
+    let failure = |error: &anyhow::Error| {
+        serde_json::json!({
+            "ok": false,
+            "error": {"kind": "setup", "message": format!("{error:#}")},
+            "logs": [],
+        })
+    };
+    let result = match setup_or_json(prepared, args.json, failure)? {
         Ok(result) => result,
-        // `--json` always prints exactly one object, set-up failures included.
-        Err(error) if args.json => {
-            let mut out = std::io::stdout().lock();
-            writeln!(
-                out,
-                "{}",
-                serde_json::to_string_pretty(&serde_json::json!({
-                    "ok": false,
-                    "error": {"kind": "setup", "message": format!("{error:#}")},
-                    "logs": [],
-                }))?
-            )?;
-            return Ok(ExitCode::from(1));
-        }
-        Err(error) => return Err(error),
+        Err(code) => return Ok(code),
     };
     let mut out = std::io::stdout().lock();
     if args.json {
-        writeln!(out, "{}", serde_json::to_string_pretty(&result.to_json())?)?;
+        write_json(&mut out, &result.to_json())?;
     } else {
         for line in &result.logs {
             writeln!(out, "[{:?}] {}", line.level, line.text)?;
@@ -126,9 +109,7 @@ pub(super) fn exec(args: ExecArgs) -> Result<ExitCode> {
             writeln!(out, "[logs truncated]")?;
         }
         match &result.value {
-            Some(value) if result.outcome.is_ok() => {
-                writeln!(out, "{}", serde_json::to_string_pretty(value)?)?
-            }
+            Some(value) if result.outcome.is_ok() => write_json(&mut out, value)?,
             _ => writeln!(
                 out,
                 "error ({}): {}",

@@ -123,6 +123,61 @@ enum BenchCommand {
     Search(crate::lab::eval::BenchSearchArgs),
 }
 
+/// What names a run's plan: the catalog and policy flags, then the config flags.
+#[derive(Debug, Args, Clone)]
+pub(crate) struct PlanArgs {
+    #[command(flatten)]
+    catalog: CatalogArgs,
+    #[command(flatten)]
+    config: ConfigArgs,
+}
+
+/// The binary that runs code-mode workers (a hidden flag; default: this executable).
+#[derive(Debug, Args, Clone)]
+pub(crate) struct WorkerArgs {
+    /// The binary that runs code-mode workers (default: this executable).
+    #[arg(long, hide = true)]
+    worker_binary: Option<PathBuf>,
+}
+
+impl WorkerArgs {
+    /// The binary the flag names, if any.
+    pub(crate) fn explicit(&self) -> Option<&PathBuf> {
+        self.worker_binary.as_ref()
+    }
+
+    /// The binary the flag names, else this executable.
+    pub(crate) fn binary(&self) -> Result<PathBuf> {
+        match &self.worker_binary {
+            Some(path) => Ok(path.clone()),
+            None => std::env::current_exe().context("cannot locate the toolsearch executable"),
+        }
+    }
+}
+
+/// The surface mode a command runs in (the order of the values is the order `--help` lists).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum ModeArg {
+    Direct,
+    Tools,
+    Directory,
+    Code,
+    Auto,
+}
+
+impl ModeArg {
+    /// The surface mode this flag value names.
+    fn mode(self) -> Mode {
+        match self {
+            ModeArg::Direct => Mode::Direct,
+            ModeArg::Tools => Mode::Tools,
+            ModeArg::Directory => Mode::Directory,
+            ModeArg::Code => Mode::Code,
+            ModeArg::Auto => Mode::Auto,
+        }
+    }
+}
+
 /// Configuration file and profile.
 #[derive(Debug, Args, Clone)]
 pub(crate) struct ConfigArgs {
@@ -186,9 +241,7 @@ struct SearchArgs {
     #[arg(long)]
     limit: Option<i64>,
     #[command(flatten)]
-    catalog: CatalogArgs,
-    #[command(flatten)]
-    config: ConfigArgs,
+    plan: PlanArgs,
     /// Print JSON: {"hits": [...], "matched": N, "truncated": bool, "not_found"?: [...] (names
     /// of a select: query that matched no tool), "note": "...", "ranker": "lexical"|"hybrid"}.
     #[arg(long)]
@@ -207,9 +260,7 @@ struct DescribeArgs {
     #[arg(required = true)]
     ids: Vec<String>,
     #[command(flatten)]
-    catalog: CatalogArgs,
-    #[command(flatten)]
-    config: ConfigArgs,
+    plan: PlanArgs,
     /// Print JSON (an object, or an array for several ids).
     #[arg(long)]
     json: bool,
@@ -223,9 +274,7 @@ struct CallArgs {
     #[arg(long, default_value = "{}")]
     args: String,
     #[command(flatten)]
-    catalog: CatalogArgs,
-    #[command(flatten)]
-    config: ConfigArgs,
+    plan: PlanArgs,
     /// Approve tools that require approval when their id or name matches this glob
     /// (repeatable); others are denied.
     #[arg(long = "approve", value_name = "GLOB")]
@@ -366,39 +415,37 @@ pub(crate) struct Plan {
     policy: Policy,
 }
 
-/// The plan of the run the flags describe.
-pub(crate) fn session(config: &ConfigArgs, catalog: &CatalogArgs) -> Result<Plan> {
-    let config = config.load()?;
-    #[cfg(not(feature = "semantic"))]
-    if config.semantic.model.is_some() {
-        anyhow::bail!(
-            "tools.toolSearch.semantic.model needs hybrid search, which this build does not have (cargo build --release --features semantic)"
-        );
+impl PlanArgs {
+    /// The plan of the run the flags describe.
+    pub(crate) fn plan(&self) -> Result<Plan> {
+        let config = self.config.load()?;
+        #[cfg(not(feature = "semantic"))]
+        if config.semantic.model.is_some() {
+            anyhow::bail!(
+                "tools.toolSearch.semantic.model needs hybrid search, which this build does not have (cargo build --release --features semantic)"
+            );
+        }
+        let snapshot = if !self.catalog.catalogs.is_empty() {
+            Some(load_catalog(&self.catalog)?)
+        } else if config.mcp.is_empty() {
+            Some(default_catalog()?)
+        } else {
+            None
+        };
+        let base = snapshot.map_or_else(Vec::new, |snapshot| {
+            snapshot
+                .tools()
+                .iter()
+                .chain(snapshot.direct_only())
+                .cloned()
+                .collect()
+        });
+        Ok(Plan {
+            config,
+            base,
+            policy: load_policy(&self.catalog)?,
+        })
     }
-    let base = if !catalog.catalogs.is_empty() {
-        let snapshot = load_catalog(catalog)?;
-        snapshot
-            .tools()
-            .iter()
-            .chain(snapshot.direct_only())
-            .cloned()
-            .collect()
-    } else if config.mcp.is_empty() {
-        let snapshot = default_catalog()?;
-        snapshot
-            .tools()
-            .iter()
-            .chain(snapshot.direct_only())
-            .cloned()
-            .collect()
-    } else {
-        Vec::new()
-    };
-    Ok(Plan {
-        config,
-        base,
-        policy: load_policy(catalog)?,
-    })
 }
 
 /// Starts the plan's MCP servers and waits until each listed its tools or failed (bounded by
@@ -462,6 +509,59 @@ pub(crate) fn with_session<T>(
     })
 }
 
+/// The index cache of hybrid search over `store`'s tool vectors; `background`: a new index's
+/// tools are embedded in the background (it answers lexically meanwhile), else before it is
+/// handed out.
+#[cfg(feature = "semantic")]
+fn semantic_cache(
+    store: std::sync::Arc<crate::search::semantic::VectorStore>,
+    background: bool,
+) -> std::sync::Arc<crate::search::IndexCache> {
+    std::sync::Arc::new(crate::search::IndexCache::new().with_semantic(
+        crate::search::hybrid::Semantic {
+            store,
+            fusion: crate::search::hybrid::Fusion::default(),
+            background,
+        },
+    ))
+}
+
+/// `builder` with hybrid search's index cache, when there is one.
+#[cfg(feature = "semantic")]
+fn with_index_cache(
+    builder: SessionBuilder,
+    cache: Option<std::sync::Arc<crate::search::IndexCache>>,
+) -> SessionBuilder {
+    match cache {
+        Some(cache) => builder.index_cache(cache),
+        None => builder,
+    }
+}
+
+/// A command's set-up outcome. `--json` always prints exactly one object: there a set-up
+/// failure is printed as `failure(error)` on stdout and becomes exit code 1 (the inner `Err`);
+/// without `--json` the failure is the command's error.
+fn setup_or_json<T>(
+    setup: Result<T>,
+    json: bool,
+    failure: impl FnOnce(&anyhow::Error) -> Value,
+) -> Result<Result<T, ExitCode>> {
+    match setup {
+        Ok(value) => Ok(Ok(value)),
+        Err(error) if json => {
+            write_json(&mut std::io::stdout().lock(), &failure(&error))?;
+            Ok(Err(ExitCode::from(1)))
+        }
+        Err(error) => Err(error),
+    }
+}
+
+/// Writes `value` as pretty-printed JSON on a line of its own.
+fn write_json(out: &mut impl Write, value: &impl serde::Serialize) -> Result<()> {
+    writeln!(out, "{}", serde_json::to_string_pretty(value)?)?;
+    Ok(())
+}
+
 /// The model-facing error message of a failed reply (for stderr).
 /// Terminal-safe: the message can carry an upstream's or a tool's text.
 fn reply_message(reply: &Reply) -> String {
@@ -475,28 +575,20 @@ fn reply_message(reply: &Reply) -> String {
 
 fn search(args: SearchArgs) -> Result<ExitCode> {
     // Searching needs no sandbox: the structured controls' session, with the config's limits.
-    let plan = session(&args.config, &args.catalog)?;
+    let plan = args.plan.plan()?;
     let limit = args.limit.map(Value::from);
     // Hybrid: the tool vectors (cached, or embedded now) are ready before the query runs.
     #[cfg(feature = "semantic")]
-    let hybrid = args.semantic.open(&plan.config.semantic)?.map(|store| {
-        std::sync::Arc::new(crate::search::IndexCache::new().with_semantic(
-            crate::search::hybrid::Semantic {
-                store,
-                fusion: crate::search::hybrid::Fusion::default(),
-                background: false,
-            },
-        ))
-    });
+    let hybrid = args
+        .semantic
+        .open(&plan.config.semantic)?
+        .map(|store| semantic_cache(store, false));
     let answered = with_session(
         plan,
         |b| {
             let b = b.mode(Mode::Tools);
             #[cfg(feature = "semantic")]
-            let b = match hybrid {
-                Some(cache) => b.index_cache(cache),
-                None => b,
-            };
+            let b = with_index_cache(b, hybrid);
             b
         },
         async |session| {
@@ -530,7 +622,7 @@ fn search(args: SearchArgs) -> Result<ExitCode> {
                 value["literal"] = json!(r.literal);
             }
         }
-        writeln!(out, "{}", serde_json::to_string_pretty(&object)?)?;
+        write_json(&mut out, &object)?;
         return Ok(ExitCode::SUCCESS);
     }
     if single.hits.is_empty() && single.not_found().is_empty() {
@@ -574,7 +666,7 @@ fn search(args: SearchArgs) -> Result<ExitCode> {
 }
 
 fn describe(args: DescribeArgs) -> Result<ExitCode> {
-    let plan = session(&args.config, &args.catalog)?;
+    let plan = args.plan.plan()?;
     let replies = with_session(
         plan,
         |b| b.mode(Mode::Tools),
@@ -604,7 +696,7 @@ fn describe(args: DescribeArgs) -> Result<ExitCode> {
             Value::Array(described.clone())
         };
         if !(failed && args.ids.len() == 1) {
-            writeln!(out, "{}", serde_json::to_string_pretty(&value)?)?;
+            write_json(&mut out, &value)?;
         }
     } else {
         for d in &described {
@@ -650,8 +742,7 @@ fn call(args: CallArgs) -> Result<ExitCode> {
         .with_context(|| format!("--args is not valid JSON: {}", args.args))?;
     let approvals =
         crate::gateway::GlobApprovals::new(&args.approve).map_err(anyhow::Error::msg)?;
-    let plan = session(&args.config, &args.catalog)?;
-    let request = json!({"id": args.id, "args": call_args});
+    let plan = args.plan.plan()?;
     let reply = with_session(
         plan,
         // The CLI words errors like the structured controls it mirrors.
@@ -659,7 +750,7 @@ fn call(args: CallArgs) -> Result<ExitCode> {
             b.mode(Mode::Tools)
                 .approvals(std::sync::Arc::new(approvals))
         },
-        async |session| session.call(&request).await,
+        async |session| session.call_tool(&args.id, call_args).await,
     )?;
     let mut out = std::io::stdout().lock();
     let reply = reply.unwrapped().clone();
@@ -667,7 +758,7 @@ fn call(args: CallArgs) -> Result<ExitCode> {
         Reply::Done(envelope) => {
             let envelope = envelope.to_json();
             if args.json {
-                writeln!(out, "{}", serde_json::to_string_pretty(&envelope)?)?;
+                write_json(&mut out, &envelope)?;
             } else {
                 writeln!(
                     out,
@@ -701,7 +792,7 @@ fn call(args: CallArgs) -> Result<ExitCode> {
                 other => other.body(),
             };
             if args.json {
-                writeln!(out, "{}", serde_json::to_string_pretty(&error)?)?;
+                write_json(&mut out, &error)?;
             }
             eprintln!(
                 "toolsearch: {}",

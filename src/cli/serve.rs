@@ -17,11 +17,11 @@ use anyhow::{Context, Result};
 use clap::{Args, ValueEnum};
 use serde_json::json;
 
-use super::{CatalogArgs, ConfigArgs, build_session, session, start_upstreams};
+use super::{PlanArgs, WorkerArgs, build_session, start_upstreams};
 use crate::config::Mode;
-use crate::mcp::UpstreamStatus;
 use crate::mcp::serve::{HttpListener, ServeOptions, serve_stdio};
 use crate::mcp::upstream::without_stderr;
+use crate::mcp::{UpstreamStatus, Upstreams};
 use crate::telemetry::SessionLog;
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
@@ -85,12 +85,9 @@ pub(super) struct ServeArgs {
     #[arg(long, value_name = "FILE")]
     session_log: Option<PathBuf>,
     #[command(flatten)]
-    catalog: CatalogArgs,
+    plan: PlanArgs,
     #[command(flatten)]
-    config: ConfigArgs,
-    /// The binary that runs code-mode workers (default: this executable).
-    #[arg(long, hide = true)]
-    worker_binary: Option<PathBuf>,
+    worker: WorkerArgs,
 }
 
 /// A positive, finite number of seconds (at most a day) as a duration.
@@ -101,9 +98,22 @@ fn seconds(value: f64, flag: &str) -> Result<Duration> {
     Ok(Duration::from_secs_f64(value))
 }
 
-pub(super) fn serve(args: ServeArgs) -> Result<ExitCode> {
-    let plan = session(&args.config, &args.catalog)?;
-    let options = ServeOptions {
+impl ServeMode {
+    /// The surface mode this flag value names.
+    fn mode(self) -> Mode {
+        match self {
+            ServeMode::Tools => Mode::Tools,
+            ServeMode::Code => Mode::Code,
+            ServeMode::Directory => Mode::Directory,
+            ServeMode::Auto => Mode::Auto,
+            ServeMode::Direct => Mode::Direct,
+        }
+    }
+}
+
+/// The serve options from the flags (the token also from `TOOLSEARCH_AUTH_TOKEN`).
+fn serve_options(args: &ServeArgs) -> Result<ServeOptions> {
+    Ok(ServeOptions {
         page_size: args.page_size,
         auth_token: args
             .auth_token
@@ -117,26 +127,18 @@ pub(super) fn serve(args: ServeArgs) -> Result<ExitCode> {
         body_timeout: seconds(args.body_timeout_secs, "--body-timeout-secs")?,
         max_connections: args.max_connections.max(1),
         grace: seconds(args.grace_secs, "--grace-secs")?,
-    };
-    let log = match &args.session_log {
-        Some(path) => SessionLog::to_file(path)
-            .with_context(|| format!("cannot open the session log {}", path.display()))?,
-        None => SessionLog::discard(),
-    };
-    let mode = args.mode.map(|mode| match mode {
-        ServeMode::Tools => Mode::Tools,
-        ServeMode::Code => Mode::Code,
-        ServeMode::Directory => Mode::Directory,
-        ServeMode::Auto => Mode::Auto,
-        ServeMode::Direct => Mode::Direct,
-    });
-    let approvals =
-        crate::gateway::GlobApprovals::new(&args.approve).map_err(anyhow::Error::msg)?;
-    // Hybrid: each catalog snapshot's tool vectors are embedded in the background (one at a
-    // time); searches are lexical until they are ready, and the session log says which ranker
-    // answered.
-    #[cfg(feature = "semantic")]
-    let hybrid = args.semantic.open(&plan.config.semantic)?.map(|store| {
+    })
+}
+
+/// The index cache with hybrid search, when a model is configured. Each catalog snapshot's
+/// tool vectors are embedded in the background (one at a time); searches are lexical until
+/// they are ready, and the session log says which ranker answered.
+#[cfg(feature = "semantic")]
+fn hybrid_cache(
+    args: &crate::search::hybrid::SemanticArgs,
+    settings: &crate::config::SemanticSettings,
+) -> Result<Option<Arc<crate::search::IndexCache>>> {
+    Ok(args.open(settings)?.map(|store| {
         eprintln!(
             "toolsearch: hybrid search with {}; tool vectors cached in {}",
             store.embedder().model().path.display(),
@@ -144,18 +146,66 @@ pub(super) fn serve(args: ServeArgs) -> Result<ExitCode> {
                 .cache_dir()
                 .map_or("memory only".into(), |d| d.display().to_string())
         );
-        Arc::new(
-            crate::search::IndexCache::new().with_semantic(crate::search::hybrid::Semantic {
-                store,
-                fusion: crate::search::hybrid::Fusion::default(),
-                background: true,
-            }),
-        )
-    });
-    let worker = match &args.worker_binary {
-        Some(path) => path.clone(),
-        None => std::env::current_exe().context("cannot locate the toolsearch executable")?,
+        super::semantic_cache(store, true)
+    }))
+}
+
+/// Prints the bound MCP endpoint: its URL as stdout's first line, both URLs on stderr.
+fn announce_http(addr: SocketAddr) -> Result<()> {
+    let mut out = std::io::stdout().lock();
+    writeln!(out, "http://{addr}/mcp")?;
+    out.flush()?;
+    drop(out);
+    eprintln!("toolsearch: MCP endpoint http://{addr}/mcp, health http://{addr}/health");
+    Ok(())
+}
+
+/// What `/health` adds about the MCP servers: each one's state and what ingestion repaired
+/// or skipped.
+fn upstream_health(upstreams: Arc<Upstreams>) -> impl Fn() -> serde_json::Value + Send + Sync {
+    move || {
+        let servers = upstreams.servers();
+        let states: serde_json::Map<_, _> = servers
+            .iter()
+            .map(|server| {
+                let status = match server.status() {
+                    UpstreamStatus::Starting => json!("starting"),
+                    UpstreamStatus::Ready => json!("ready"),
+                    // Never the server's own stderr (it may print secrets).
+                    UpstreamStatus::Down(reason) => {
+                        json!({"down": without_stderr(&reason)})
+                    }
+                    UpstreamStatus::Stopped => json!("stopped"),
+                };
+                (server.name().to_string(), status)
+            })
+            .collect();
+        // What ingestion repaired or skipped (named issues), per server.
+        let issues: serde_json::Map<_, _> = servers
+            .iter()
+            .filter_map(|server| {
+                let issues = server.issues();
+                (!issues.is_empty()).then(|| (server.name().to_string(), json!(issues)))
+            })
+            .collect();
+        json!({"upstreams": states, "upstream_issues": issues})
+    }
+}
+
+pub(super) fn serve(args: ServeArgs) -> Result<ExitCode> {
+    let plan = args.plan.plan()?;
+    let options = serve_options(&args)?;
+    let log = match &args.session_log {
+        Some(path) => SessionLog::to_file(path)
+            .with_context(|| format!("cannot open the session log {}", path.display()))?,
+        None => SessionLog::discard(),
     };
+    let mode = args.mode.map(ServeMode::mode);
+    let approvals =
+        crate::gateway::GlobApprovals::new(&args.approve).map_err(anyhow::Error::msg)?;
+    #[cfg(feature = "semantic")]
+    let hybrid = hybrid_cache(&args.semantic, &plan.config.semantic)?;
+    let worker = args.worker.binary()?;
     tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?
@@ -175,9 +225,7 @@ pub(super) fn serve(args: ServeArgs) -> Result<ExitCode> {
                     builder = builder.mode(mode);
                 }
                 #[cfg(feature = "semantic")]
-                if let Some(cache) = hybrid {
-                    builder = builder.index_cache(cache);
-                }
+                let builder = super::with_index_cache(builder, hybrid);
                 builder
             })
             .await?;
@@ -189,49 +237,13 @@ pub(super) fn serve(args: ServeArgs) -> Result<ExitCode> {
             );
             let served = match listener {
                 Some(listener) => {
-                    let addr = listener.local_addr();
-                    let mut out = std::io::stdout().lock();
-                    writeln!(out, "http://{addr}/mcp")?;
-                    out.flush()?;
-                    drop(out);
-                    eprintln!(
-                        "toolsearch: MCP endpoint http://{addr}/mcp, health http://{addr}/health"
-                    );
-                    let health_upstreams = upstreams.clone();
-                    let health = Arc::new(move || {
-                        let servers = health_upstreams.servers();
-                        let states: serde_json::Map<_, _> = servers
-                            .iter()
-                            .map(|server| {
-                                let status = match server.status() {
-                                    UpstreamStatus::Starting => json!("starting"),
-                                    UpstreamStatus::Ready => json!("ready"),
-                                    // Never the server's own stderr (it may print secrets).
-                                    UpstreamStatus::Down(reason) => {
-                                        json!({"down": without_stderr(&reason)})
-                                    }
-                                    UpstreamStatus::Stopped => json!("stopped"),
-                                };
-                                (server.name().to_string(), status)
-                            })
-                            .collect();
-                        // What ingestion repaired or skipped (named issues), per server.
-                        let issues: serde_json::Map<_, _> = servers
-                            .iter()
-                            .filter_map(|server| {
-                                let issues = server.issues();
-                                (!issues.is_empty())
-                                    .then(|| (server.name().to_string(), json!(issues)))
-                            })
-                            .collect();
-                        json!({"upstreams": states, "upstream_issues": issues})
-                    });
+                    announce_http(listener.local_addr())?;
                     listener
                         .serve(
                             session.clone(),
                             crate::mcp::Federated::of(&upstreams),
                             &options,
-                            health,
+                            Arc::new(upstream_health(upstreams.clone())),
                         )
                         .await
                 }

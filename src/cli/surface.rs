@@ -1,24 +1,13 @@
 //! `toolsearch surface`: what a provider request carries in each mode.
 
 use std::io::Write;
-use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::Result;
 use clap::{Args, ValueEnum};
 
-use super::{CatalogArgs, ConfigArgs, session, with_session};
-use crate::config::Mode;
+use super::{ModeArg, PlanArgs, WorkerArgs, with_session, write_json};
 use crate::surface::Format;
-
-#[derive(Debug, Clone, Copy, ValueEnum)]
-enum ModeArg {
-    Direct,
-    Tools,
-    Directory,
-    Code,
-    Auto,
-}
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
 enum FormatArg {
@@ -38,15 +27,12 @@ pub(super) struct SurfaceArgs {
     #[arg(long, value_name = "N")]
     context_tokens: Option<usize>,
     #[command(flatten)]
-    catalog: CatalogArgs,
-    #[command(flatten)]
-    config: ConfigArgs,
+    plan: PlanArgs,
     /// Print one JSON object: mode, declared_tools, request_bytes, tools, system_prompt, …
     #[arg(long)]
     json: bool,
-    /// The binary that runs code-mode workers (default: this executable).
-    #[arg(long, hide = true)]
-    worker_binary: Option<PathBuf>,
+    #[command(flatten)]
+    worker: WorkerArgs,
 }
 
 pub(super) fn surface(args: SurfaceArgs) -> Result<ExitCode> {
@@ -54,20 +40,14 @@ pub(super) fn surface(args: SurfaceArgs) -> Result<ExitCode> {
         FormatArg::Openai => Format::OpenAi,
         FormatArg::Anthropic => Format::Anthropic,
     };
-    let plan = session(&args.config, &args.catalog)?;
-    let mode = args.mode.map(|mode| match mode {
-        ModeArg::Direct => Mode::Direct,
-        ModeArg::Tools => Mode::Tools,
-        ModeArg::Directory => Mode::Directory,
-        ModeArg::Code => Mode::Code,
-        ModeArg::Auto => Mode::Auto,
-    });
+    let plan = args.plan.plan()?;
+    let mode = args.mode.map(ModeArg::mode);
     let configure = |mut builder: crate::session::SessionBuilder| {
         builder = builder.context_tokens(args.context_tokens).warm_pool(0);
         if let Some(mode) = mode {
             builder = builder.mode(mode);
         }
-        if let Some(binary) = &args.worker_binary {
+        if let Some(binary) = args.worker.explicit() {
             builder = builder.worker_binary(binary);
         }
         builder
@@ -75,11 +55,7 @@ pub(super) fn surface(args: SurfaceArgs) -> Result<ExitCode> {
     let surface = with_session(plan, configure, async |session| session.surface())?;
     let mut out = std::io::stdout().lock();
     if args.json {
-        writeln!(
-            out,
-            "{}",
-            serde_json::to_string_pretty(&surface.to_json(format))?
-        )?;
+        write_json(&mut out, &surface.to_json(format))?;
         return Ok(ExitCode::SUCCESS);
     }
     writeln!(

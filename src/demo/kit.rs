@@ -1,42 +1,22 @@
 //! The small toolkit every demo tool body is written with: typed argument access that turns a
-//! missing or mistyped argument into a [`ToolError`] (never a panic), the [`DemoTool`] adapter
-//! from a plain handler function to the async [`Tool`] trait, poison-tolerant locking and id
-//! counters.
+//! missing or mistyped argument into a [`ToolError`] (never a panic), poison-tolerant locking
+//! and id counters, and the pieces the tools share: lookup of records by id with a "no such" error
+//! ([`Kind`]), the bookkeeping and reply of update tools ([`Changed`]), listing replies, tag
+//! filters and unique-name checks.
 //!
-//! Never does: I/O of any kind. Handlers are synchronous and short; they hold one owner's lock
-//! at a time (two when a tool spans owners, always in [`DemoWorld`] field order).
+//! Never does: I/O of any kind, or know the demo world or any tool. Handlers are synchronous and
+//! short; they hold one owner's lock at a time (two when a tool spans owners, always in the demo
+//! world's field order).
 
-use std::sync::Arc;
+use std::collections::BTreeMap;
 
-use serde_json::{Map, Value};
+use serde::Serialize;
+use serde_json::{Map, Value, json};
 
-use super::world::DemoWorld;
-use crate::catalog::{BoxFuture, CallContext, Tool, ToolError, ToolOutput};
-
-/// A tool body: validated arguments in, JSON details out.
-pub(crate) type Handler = fn(&DemoWorld, &Args<'_>) -> Result<ToolOutput, ToolError>;
+use crate::catalog::{ToolError, ToolOutput};
 
 /// The result type of every handler.
 pub(crate) type Reply = Result<ToolOutput, ToolError>;
-
-/// Adapts a [`Handler`] over a shared [`DemoWorld`] into a [`Tool`].
-pub(crate) struct DemoTool {
-    pub(crate) world: Arc<DemoWorld>,
-    pub(crate) handler: Handler,
-}
-
-impl Tool for DemoTool {
-    fn call<'a>(
-        &'a self,
-        _ctx: &'a CallContext,
-        args: Value,
-    ) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
-        Box::pin(async move {
-            let args = Args::new(&args)?;
-            (self.handler)(&self.world, &args)
-        })
-    }
-}
 
 /// A JSON details result.
 pub(crate) fn ok(details: Value) -> Reply {
@@ -69,6 +49,127 @@ pub(crate) fn next_id(prefix: &str, counter: &mut u64) -> String {
     let id = format!("{prefix}{counter}");
     *counter += 1;
     id
+}
+
+/// What a record kept by id is called and how to find valid ids: the words of its "no such"
+/// error.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Kind {
+    name: &'static str,
+    hint: &'static str,
+}
+
+impl Kind {
+    /// A record kind named `name`, whose "no such" errors end with `hint`.
+    pub(crate) const fn new(name: &'static str, hint: &'static str) -> Kind {
+        Kind { name, hint }
+    }
+
+    /// The "no such record" error for `id`.
+    #[cold]
+    pub(crate) fn missing(self, id: &str) -> ToolError {
+        not_found(self.name, id, self.hint)
+    }
+
+    /// The record `id` of `records`.
+    pub(crate) fn get<'m, V>(
+        self,
+        records: &'m BTreeMap<String, V>,
+        id: &str,
+    ) -> Result<&'m V, ToolError> {
+        records.get(id).ok_or_else(|| self.missing(id))
+    }
+
+    /// The record `id` of `records`, for changing it.
+    pub(crate) fn get_mut<'m, V>(
+        self,
+        records: &'m mut BTreeMap<String, V>,
+        id: &str,
+    ) -> Result<&'m mut V, ToolError> {
+        records.get_mut(id).ok_or_else(|| self.missing(id))
+    }
+
+    /// Removes the record `id` from `records` and returns it.
+    pub(crate) fn take<V>(
+        self,
+        records: &mut BTreeMap<String, V>,
+        id: &str,
+    ) -> Result<V, ToolError> {
+        records.remove(id).ok_or_else(|| self.missing(id))
+    }
+
+    /// Succeeds when `records` has a record `id`.
+    pub(crate) fn check<V>(self, records: &BTreeMap<String, V>, id: &str) -> Result<(), ToolError> {
+        self.get(records, id).map(drop)
+    }
+}
+
+/// The fields an update tool changed, in the order it changed them (serializes as their names).
+#[derive(Debug, Default, Serialize)]
+pub(crate) struct Changed(Vec<&'static str>);
+
+impl Changed {
+    /// Notes `field` as changed.
+    pub(crate) fn note(&mut self, field: &'static str) {
+        self.0.push(field);
+    }
+
+    /// Stores `value` in `slot` and notes `field` as changed, when a value is given.
+    pub(crate) fn set<T>(
+        &mut self,
+        field: &'static str,
+        slot: &mut T,
+        value: Option<impl Into<T>>,
+    ) {
+        if let Some(value) = value {
+            *slot = value.into();
+            self.note(field);
+        }
+    }
+
+    /// The update reply: `details`, with `hint` as the text when nothing changed.
+    pub(crate) fn reply(&self, details: Value, hint: &str) -> Reply {
+        if self.0.is_empty() {
+            ok_text(details, hint)
+        } else {
+            ok(details)
+        }
+    }
+}
+
+/// A listing: `{key: items, "total": how many items}`.
+pub(crate) fn listed(key: &str, items: impl IntoIterator<Item = Value>) -> Value {
+    let items: Vec<Value> = items.into_iter().collect();
+    let total = items.len();
+    json!({key: items, "total": total})
+}
+
+/// A listing of the first `limit` items: `{key: those items, "total": how many there are}`.
+pub(crate) fn listed_first(
+    key: &str,
+    limit: usize,
+    items: impl ExactSizeIterator<Item = Value>,
+) -> Value {
+    let total = items.len();
+    let shown: Vec<Value> = items.take(limit).collect();
+    json!({key: shown, "total": total})
+}
+
+/// Whether a record with `tags` passes an optional tag filter (no filter passes all).
+pub(crate) fn tagged(tags: &[String], tag: Option<&str>) -> bool {
+    tag.is_none_or(|t| tags.iter().any(|x| x == t))
+}
+
+/// Refuses `name` when it already names one of `taken` (ASCII case ignored).
+pub(crate) fn unique_name<'n>(
+    kind: &str,
+    name: &str,
+    mut taken: impl Iterator<Item = &'n String>,
+) -> Result<(), ToolError> {
+    if taken.any(|n| n.eq_ignore_ascii_case(name)) {
+        return Err(fail(format!("a {kind} named {name:?} already exists")));
+    }
+    Ok(())
 }
 
 /// Rounds for display (JSON numbers in results).
@@ -128,13 +229,34 @@ impl<'a> Args<'a> {
         self.opt_str(key)?.ok_or_else(|| missing(key, "string"))
     }
 
-    /// An optional string.
-    pub(crate) fn opt_str(&self, key: &str) -> Result<Option<&'a str>, ToolError> {
+    /// The value of `key` as `convert` reads it, when present; a value it cannot read is an
+    /// error that names the `expected` type.
+    fn typed<T>(
+        &self,
+        key: &str,
+        expected: &str,
+        convert: impl FnOnce(&'a Value) -> Option<T>,
+    ) -> Result<Option<T>, ToolError> {
         match self.value(key) {
             None => Ok(None),
-            Some(Value::String(s)) => Ok(Some(s.as_str())),
-            Some(other) => Err(wrong(key, "string", other)),
+            Some(value) => convert(value)
+                .map(Some)
+                .ok_or_else(|| wrong(key, expected, value)),
         }
+    }
+
+    /// An optional string.
+    pub(crate) fn opt_str(&self, key: &str) -> Result<Option<&'a str>, ToolError> {
+        self.typed(key, "string", Value::as_str)
+    }
+
+    /// A required string with surrounding white space removed, which must not be blank.
+    pub(crate) fn trimmed(&self, key: &str) -> Result<&'a str, ToolError> {
+        let text = self.str(key)?.trim();
+        if text.is_empty() {
+            return Err(fail(format!("{key} must not be empty")));
+        }
+        Ok(text)
     }
 
     /// An optional string with a default.
@@ -149,19 +271,14 @@ impl<'a> Args<'a> {
 
     /// An optional integer (a float with no fraction is accepted).
     pub(crate) fn opt_i64(&self, key: &str) -> Result<Option<i64>, ToolError> {
-        match self.value(key) {
-            None => Ok(None),
-            Some(Value::Number(n)) => n
-                .as_i64()
-                .or_else(|| {
-                    n.as_f64()
-                        .filter(|f| f.fract() == 0.0 && f.abs() < 9.0e15)
-                        .map(|f| f as i64)
-                })
-                .map(Some)
-                .ok_or_else(|| wrong(key, "integer", &Value::Number(n.clone()))),
-            Some(other) => Err(wrong(key, "integer", other)),
-        }
+        self.typed(key, "integer", |value| {
+            value.as_i64().or_else(|| {
+                value
+                    .as_f64()
+                    .filter(|f| f.fract() == 0.0 && f.abs() < 9.0e15)
+                    .map(|f| f as i64)
+            })
+        })
     }
 
     /// An optional integer with a default.
@@ -176,20 +293,14 @@ impl<'a> Args<'a> {
 
     /// An optional number.
     pub(crate) fn opt_f64(&self, key: &str) -> Result<Option<f64>, ToolError> {
-        match self.value(key) {
-            None => Ok(None),
-            Some(Value::Number(n)) => Ok(n.as_f64()),
-            Some(other) => Err(wrong(key, "number", other)),
-        }
+        self.typed(key, "number", Value::as_f64)
     }
 
     /// An optional boolean with a default.
     pub(crate) fn bool_or(&self, key: &str, default: bool) -> Result<bool, ToolError> {
-        match self.value(key) {
-            None => Ok(default),
-            Some(Value::Bool(b)) => Ok(*b),
-            Some(other) => Err(wrong(key, "boolean", other)),
-        }
+        Ok(self
+            .typed(key, "boolean", Value::as_bool)?
+            .unwrap_or(default))
     }
 
     /// A required array of strings.

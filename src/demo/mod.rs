@@ -62,7 +62,7 @@ pub fn descriptors_with(world: Arc<DemoWorld>) -> Vec<Descriptor> {
                 Executor::Client
             } else {
                 match tools::handler(&spec.owner, &spec.name) {
-                    Some(handler) => Executor::Tool(Arc::new(kit::DemoTool {
+                    Some(handler) => Executor::Tool(Arc::new(world::DemoTool {
                         world: world.clone(),
                         handler,
                     })),

@@ -7,11 +7,18 @@
 //!
 //! Lock order: a tool that touches two owners locks them one after the other, never nested,
 //! so there is no lock order to get wrong. Locks are poison-tolerant (`crate::sync`).
+//!
+//! Also owns what a tool is over this world: a [`Handler`], and [`DemoTool`], the adapter from a
+//! handler to the async [`Tool`] trait.
 
 use std::fmt;
 use std::sync::{Arc, Mutex, OnceLock};
 
+use serde_json::Value;
+
+use super::kit::Args;
 use super::tools;
+use crate::catalog::{BoxFuture, CallContext, Tool, ToolError, ToolOutput};
 
 /// Per-owner state shared by all tools of one demo catalog.
 pub struct DemoWorld {
@@ -72,5 +79,27 @@ impl Default for DemoWorld {
 impl fmt::Debug for DemoWorld {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("DemoWorld").finish_non_exhaustive()
+    }
+}
+
+/// A tool body: validated arguments in, JSON details out.
+pub(crate) type Handler = fn(&DemoWorld, &Args<'_>) -> Result<ToolOutput, ToolError>;
+
+/// Adapts a [`Handler`] over a shared [`DemoWorld`] into a [`Tool`].
+pub(crate) struct DemoTool {
+    pub(crate) world: Arc<DemoWorld>,
+    pub(crate) handler: Handler,
+}
+
+impl Tool for DemoTool {
+    fn call<'a>(
+        &'a self,
+        _ctx: &'a CallContext,
+        args: Value,
+    ) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
+        Box::pin(async move {
+            let args = Args::new(&args)?;
+            (self.handler)(&self.world, &args)
+        })
     }
 }

@@ -69,7 +69,7 @@ use crate::search::{IndexCache, SearchIndex, batch, lookup};
 use crate::signature::input_signature;
 use crate::sync::{ReadWrite, lock};
 use crate::telemetry::{Counters, SessionLog};
-use request::Target;
+use request::{Call, Target};
 use validate::ValidatorCache;
 
 /// The tool timeout used when a tool declares none.
@@ -155,6 +155,12 @@ impl GatewayBuilder {
         }
     }
 
+    /// Replaces the catalog snapshot.
+    pub fn catalog(mut self, snapshot: CatalogSnapshot) -> Self {
+        self.snapshot = snapshot;
+        self
+    }
+
     /// The effective policy.
     pub fn policy(mut self, policy: Policy) -> Self {
         self.policy = policy;
@@ -164,6 +170,14 @@ impl GatewayBuilder {
     /// The run context.
     pub fn run(mut self, run: RunContext) -> Self {
         self.run = run;
+        self
+    }
+
+    /// The run context's profile when it names none.
+    pub(crate) fn default_profile(mut self, profile: &str) -> Self {
+        if self.run.profile.is_none() {
+            self.run.profile = Some(profile.to_string());
+        }
         self
     }
 
@@ -279,12 +293,6 @@ impl State {
             index,
             validators,
         })
-    }
-
-    /// This gateway's allowed tool at an index position.
-    fn tool(&self, position: u32) -> Option<&Descriptor> {
-        let snapshot_position = *self.view.allowed_positions().get(position as usize)?;
-        self.view.snapshot().tool(snapshot_position)
     }
 }
 
@@ -407,18 +415,10 @@ impl Gateway {
             .insert(owner.to_string(), reason.to_string());
     }
 
-    /// R-7.8's outage answer when `request` (a call or describe request, or a bare selector)
-    /// names a tool of an MCP server recorded as failed — by id (`mcp:<server>:<tool>`) or a
+    /// R-7.8's outage answer when `selector` (of a call or describe request) names a tool of an MCP server recorded as failed — by id (`mcp:<server>:<tool>`) or a
     /// lenient `<server>__<tool>` / `<server>.<tool>` form — whether or not the tool is listed.
-    fn outage_of_selector(&self, request: &Value) -> Option<CallError> {
-        let selector = match request {
-            Value::String(text) => Some(text.as_str()),
-            Value::Object(map) => ["id", "toolId", "tool_id", "tool", "name"]
-                .iter()
-                .find_map(|k| map.get(*k).and_then(Value::as_str)),
-            _ => None,
-        }?
-        .trim();
+    fn outage_of_selector(&self, selector: &str) -> Option<CallError> {
+        let selector = selector.trim();
         let owner = match selector.strip_prefix("mcp:") {
             Some(rest) => rest.split(':').next()?,
             None => selector
@@ -540,7 +540,7 @@ impl Gateway {
                             "input_schema": direct.input_schema,
                         })),
                         None => Err(self
-                            .outage_of_selector(&Value::String(selector.to_string()))
+                            .outage_of_selector(selector)
                             .unwrap_or_else(|| request::lookup_error(error))),
                     }
                 }
@@ -559,6 +559,15 @@ impl Gateway {
 
     /// `tool_call`: runs the request through every stage of the call path.
     pub async fn call(&self, request: &Value) -> CallOutcome {
+        self.run_call(Call::Shaped(request)).await
+    }
+
+    /// Calls `id` with `args`: the same path and answer as `call(&{"id": id, "args": args})`.
+    pub async fn call_tool(&self, id: &str, args: Value) -> CallOutcome {
+        self.run_call(Call::Id { id, args: &args }).await
+    }
+
+    async fn run_call(&self, request: Call<'_>) -> CallOutcome {
         use tracing::Instrument;
         let started = Instant::now();
         let state = self.state();
@@ -591,21 +600,18 @@ impl Gateway {
         outcome
     }
 
-    /// Calls `id` with `args` (shorthand for `call(&{"id": id, "args": args})`).
-    pub async fn call_tool(&self, id: &str, args: Value) -> CallOutcome {
-        self.call(&json!({"id": id, "args": args})).await
-    }
-
     async fn stages(
         &self,
         state: &Arc<State>,
-        request: &Value,
+        request: Call<'_>,
     ) -> Result<(Envelope, ToolRef), (CallOutcome, Option<ToolRef>)> {
         // resolve (a tool of an MCP server that is down answers with R-7.8's outage even when
         // the server never listed it: the model must not loop searching for it)
-        let parsed = request::parse(&state.index, request).map_err(|e| {
-            let e = match e.kind {
-                ErrorKind::UnknownTool => self.outage_of_selector(request).unwrap_or(e),
+        let parsed = request::resolve(&state.index, request).map_err(|e| {
+            let e = match (e.kind, request.selector()) {
+                (ErrorKind::UnknownTool, Some(selector)) => {
+                    self.outage_of_selector(selector).unwrap_or(e)
+                }
                 _ => e,
             };
             (CallOutcome::Failed(e), None)
@@ -634,7 +640,7 @@ impl Gateway {
                 ));
             }
         };
-        let Some(tool) = state.tool(position) else {
+        let Some(tool) = state.view.at(position) else {
             return Err((
                 CallOutcome::Failed(
                     CallError::new(
@@ -780,21 +786,14 @@ impl Gateway {
         }
         if !args.is_object() {
             let signature = input_signature(&tool.input_schema).text;
-            return Err(CallOutcome::Failed(
-                CallError::new(
-                    ErrorKind::InvalidArguments,
-                    Some(&tool.id),
-                    format!(
-                        "arguments for {} must be an object, got {}; expected input: {signature}",
-                        tool.id,
-                        crate::catalog::json_kind(args)
-                    ),
-                )
-                .recover(Recovery::FixArguments {
-                    id: tool.id.clone(),
-                    signature,
-                }),
-            ));
+            let message = format!(
+                "arguments for {} must be an object, got {}; expected input: {signature}",
+                tool.id,
+                crate::catalog::json_kind(args)
+            );
+            return Err(CallOutcome::Failed(invalid_arguments(
+                tool, message, signature,
+            )));
         }
         let validator = match state
             .validators
@@ -815,17 +814,10 @@ impl Gateway {
         let problems = validate::problems(&validator, &tool.input_schema, args);
         if !problems.is_empty() {
             let signature = input_signature(&tool.input_schema).text;
-            return Err(CallOutcome::Failed(
-                CallError::new(
-                    ErrorKind::InvalidArguments,
-                    Some(&tool.id),
-                    validate::render(&tool.id, &problems, &signature),
-                )
-                .recover(Recovery::FixArguments {
-                    id: tool.id.clone(),
-                    signature,
-                }),
-            ));
+            let message = validate::render(&tool.id, &problems, &signature);
+            return Err(CallOutcome::Failed(invalid_arguments(
+                tool, message, signature,
+            )));
         }
         let Some(schema) = &tool.output_schema else {
             return Ok(None);
@@ -1132,51 +1124,42 @@ impl Gateway {
 
 /// A tool body's error as the model's error, keeping its kind.
 fn tool_failure(tool: &Descriptor, error: ToolError) -> CallError {
+    let (kind, what) = match error.kind {
+        FailureKind::UpstreamUnavailable => return server_down(tool, &error.message),
+        FailureKind::BadArguments => {
+            let message = format!("{} rejected its arguments: {}", tool.id, error.message);
+            return invalid_arguments(tool, message, input_signature(&tool.input_schema).text);
+        }
+        FailureKind::Timeout => (ErrorKind::Timeout, "timed out"),
+        FailureKind::Unknown => (ErrorKind::UnknownTool, "failed"),
+        FailureKind::Blocked => (ErrorKind::BlockedByHook, "was blocked"),
+        FailureKind::ApprovalDenied => (ErrorKind::ApprovalDenied, "was not approved"),
+        FailureKind::Internal => (ErrorKind::Internal, "failed inside the gateway"),
+        FailureKind::ToolFailed => (ErrorKind::ToolFailed, "failed"),
+    };
+    let failure = CallError::new(
+        kind,
+        Some(&tool.id),
+        format!("{} {what}: {}", tool.id, error.message),
+    );
     match error.kind {
-        FailureKind::UpstreamUnavailable => server_down(tool, &error.message),
-        FailureKind::Timeout => CallError::new(
-            ErrorKind::Timeout,
-            Some(&tool.id),
-            format!("{} timed out: {}", tool.id, error.message),
-        ),
-        FailureKind::BadArguments => CallError::new(
-            ErrorKind::InvalidArguments,
-            Some(&tool.id),
-            format!("{} rejected its arguments: {}", tool.id, error.message),
-        )
-        .recover(Recovery::FixArguments {
-            id: tool.id.clone(),
-            signature: input_signature(&tool.input_schema).text,
-        }),
-        FailureKind::Unknown => CallError::new(
-            ErrorKind::UnknownTool,
-            Some(&tool.id),
-            format!("{} failed: {}", tool.id, error.message),
-        ),
-        FailureKind::Blocked => CallError::new(
-            ErrorKind::BlockedByHook,
-            Some(&tool.id),
-            format!("{} was blocked: {}", tool.id, error.message),
-        ),
-        FailureKind::ApprovalDenied => CallError::new(
-            ErrorKind::ApprovalDenied,
-            Some(&tool.id),
-            format!("{} was not approved: {}", tool.id, error.message),
-        ),
-        FailureKind::Internal => CallError::new(
-            ErrorKind::Internal,
-            Some(&tool.id),
-            format!("{} failed inside the gateway: {}", tool.id, error.message),
-        ),
         FailureKind::ToolFailed => CallError {
             sent: error.sent,
-            ..CallError::new(
-                ErrorKind::ToolFailed,
-                Some(&tool.id),
-                format!("{} failed: {}", tool.id, error.message),
-            )
+            ..failure
         },
+        _ => failure,
     }
+}
+
+/// The model's error for arguments that do not fit `tool`: `message`, and the recovery that
+/// points at its input `signature`.
+fn invalid_arguments(tool: &Descriptor, message: String, signature: String) -> CallError {
+    CallError::new(ErrorKind::InvalidArguments, Some(&tool.id), message).recover(
+        Recovery::FixArguments {
+            id: tool.id.clone(),
+            signature,
+        },
+    )
 }
 
 /// A tool body panicked.

@@ -73,6 +73,56 @@ fn resolve_selector(index: &SearchIndex, selector: &str) -> Result<Option<Target
     }
 }
 
+/// What a call names, as its caller holds it.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Call<'a> {
+    /// A request in any accepted shape (as a model writes it).
+    Shaped(&'a Value),
+    /// A tool id (or name) and its arguments (as code that already holds the id gives it).
+    Id { id: &'a str, args: &'a Value },
+}
+
+impl<'a> Call<'a> {
+    /// The string that names the tool, when there is one (the first selector field of a
+    /// request object, or a bare string).
+    pub(crate) fn selector(self) -> Option<&'a str> {
+        match self {
+            Call::Id { id, .. } => Some(id),
+            Call::Shaped(Value::String(text)) => Some(text),
+            Call::Shaped(Value::Object(map)) => SELECTORS
+                .iter()
+                .find_map(|k| map.get(*k).and_then(Value::as_str)),
+            Call::Shaped(_) => None,
+        }
+    }
+}
+
+/// Resolves a call of either kind.
+pub(crate) fn resolve(index: &SearchIndex, call: Call<'_>) -> Result<Parsed, CallError> {
+    match call {
+        Call::Shaped(request) => parse(index, request),
+        Call::Id { id, args } => by_id(index, id, args),
+    }
+}
+
+/// Resolves a tool id and its arguments: the same answer as parsing `{"id": id, "args": args}`,
+/// without building that request.
+fn by_id(index: &SearchIndex, id: &str, args: &Value) -> Result<Parsed, CallError> {
+    let target = match resolve_selector(index, id)? {
+        Some(target) => target,
+        None => {
+            return Err(lookup_error(lookup::LookupError::Unknown {
+                selector: id.to_string(),
+                suggestions: lookup::suggestions(index, id),
+            }));
+        }
+    };
+    Ok(Parsed {
+        target,
+        args: Value::Object(argument_object("args", args)?),
+    })
+}
+
 /// Parses a `tool_call` request.
 pub(crate) fn parse(index: &SearchIndex, request: &Value) -> Result<Parsed, CallError> {
     let Value::Object(map) = request else {
@@ -84,7 +134,25 @@ pub(crate) fn parse(index: &SearchIndex, request: &Value) -> Result<Parsed, Call
             operation: Operation::Call,
         }));
     };
+    let (target, consumed) = selected(index, map)?;
+    let explicit = explicit_arguments(map)?;
+    let flattened = flattened_arguments(map, &consumed);
+    let args = match explicit {
+        Some(explicit) if explicit.is_empty() => flattened,
+        Some(explicit) => merge(explicit, flattened)?,
+        None => flattened,
+    };
+    Ok(Parsed {
+        target,
+        args: Value::Object(args),
+    })
+}
 
+/// The tool a request's selector fields name, and the fields that named it.
+fn selected<'m>(
+    index: &SearchIndex,
+    map: &'m Map<String, Value>,
+) -> Result<(Target, Vec<&'m str>), CallError> {
     // Which selector fields name a tool, and which tool.
     let mut resolved: Vec<(&str, Target)> = Vec::new();
     let mut ambiguous: Vec<(&str, Vec<String>)> = Vec::new();
@@ -122,36 +190,16 @@ pub(crate) fn parse(index: &SearchIndex, request: &Value) -> Result<Parsed, Call
                 suggestions: lookup::suggestions(index, selector),
             }));
         }
-        [(_, first), rest @ ..] => {
+        [(first_field, first), rest @ ..] => {
             if let Some((field, other)) = rest.iter().find(|(_, t)| t != first) {
-                let describe = |t: &Target| match t {
-                    Target::Catalog(p) => index.tool(*p).map(|d| d.id.clone()).unwrap_or_default(),
-                    Target::Direct(id) => id.clone(),
-                };
-                return Err(CallError::new(
-                    ErrorKind::Ambiguous,
-                    None,
-                    format!(
-                        "the request names two different tools ({:?} by {:?} and {:?} by {:?}); give one tool id in \"id\" and the arguments in \"args\"",
-                        describe(first),
-                        resolved[0].0,
-                        describe(other),
-                        field
-                    ),
-                )
-                .recover(Recovery::PickId {
-                    candidates: vec![describe(first), describe(other)],
-                }));
+                return Err(two_tools(index, (first_field, first), (field, other)));
             }
             first.clone()
         }
     };
     // Selector fields that named this tool are consumed; an ambiguous one is consumed too when
     // the resolved tool is among its candidates (it meant the same tool).
-    let target_id = match &target {
-        Target::Catalog(p) => index.tool(*p).map(|d| d.id.clone()).unwrap_or_default(),
-        Target::Direct(id) => id.clone(),
-    };
+    let target_id = target_id(index, &target);
     let mut consumed: Vec<&str> = resolved.iter().map(|(field, _)| *field).collect();
     consumed.extend(
         ambiguous
@@ -159,47 +207,82 @@ pub(crate) fn parse(index: &SearchIndex, request: &Value) -> Result<Parsed, Call
             .filter(|(_, candidates)| candidates.contains(&target_id))
             .map(|(field, _)| *field),
     );
+    Ok((target, consumed))
+}
 
-    // The explicit argument object, if any.
-    let mut explicit: Option<Map<String, Value>> = None;
-    let mut explicit_field = None;
+/// The id of a resolved target (empty for a position the index no longer holds).
+fn target_id(index: &SearchIndex, target: &Target) -> String {
+    match target {
+        Target::Catalog(p) => index.tool(*p).map(|d| d.id.clone()).unwrap_or_default(),
+        Target::Direct(id) => id.clone(),
+    }
+}
+
+/// The error of a request whose selector fields name two different tools.
+fn two_tools(index: &SearchIndex, first: (&str, &Target), other: (&str, &Target)) -> CallError {
+    let (first_field, first) = first;
+    let (other_field, other) = other;
+    CallError::new(
+        ErrorKind::Ambiguous,
+        None,
+        format!(
+            "the request names two different tools ({:?} by {:?} and {:?} by {:?}); give one tool id in \"id\" and the arguments in \"args\"",
+            target_id(index, first),
+            first_field,
+            target_id(index, other),
+            other_field
+        ),
+    )
+    .recover(Recovery::PickId {
+        candidates: vec![target_id(index, first), target_id(index, other)],
+    })
+}
+
+/// One argument field's value as an object of arguments: an object, `null` (none), or an object
+/// sent as a JSON string (weak models do).
+fn argument_object(field: &str, value: &Value) -> Result<Map<String, Value>, CallError> {
+    match value {
+        Value::Object(object) => Ok(object.clone()),
+        Value::Null => Ok(Map::new()),
+        Value::String(text) => match serde_json::from_str::<Value>(text) {
+            Ok(Value::Object(object)) => Ok(object),
+            _ => Err(bad(format!(
+                "\"{field}\" must be an object of arguments, got a string that is not a JSON object"
+            ))),
+        },
+        other => Err(bad(format!(
+            "\"{field}\" must be an object of arguments, got {}",
+            crate::catalog::json_kind(other)
+        ))),
+    }
+}
+
+/// The explicit argument object, if any: the first argument field; a later one may only be
+/// empty.
+fn explicit_arguments(map: &Map<String, Value>) -> Result<Option<Map<String, Value>>, CallError> {
+    let mut explicit: Option<(Map<String, Value>, &str)> = None;
     for field in ARG_FIELDS {
         let Some(value) = map.get(field) else {
             continue;
         };
-        let object = match value {
-            Value::Object(object) => object.clone(),
-            Value::Null => Map::new(),
-            // Weak models sometimes send the arguments as a JSON string.
-            Value::String(text) => match serde_json::from_str::<Value>(text) {
-                Ok(Value::Object(object)) => object,
-                _ => {
+        let object = argument_object(field, value)?;
+        match &explicit {
+            Some((_, first_field)) => {
+                if !object.is_empty() {
                     return Err(bad(format!(
-                        "\"{field}\" must be an object of arguments, got a string that is not a JSON object"
+                        "arguments given twice (in \"{first_field}\" and \"{field}\"); send them once in \"args\""
                     )));
                 }
-            },
-            other => {
-                return Err(bad(format!(
-                    "\"{field}\" must be an object of arguments, got {}",
-                    crate::catalog::json_kind(other)
-                )));
             }
-        };
-        if explicit.is_some() {
-            if !object.is_empty() {
-                return Err(bad(format!(
-                    "arguments given twice (in \"{}\" and \"{field}\"); send them once in \"args\"",
-                    explicit_field.unwrap_or("args")
-                )));
-            }
-            continue;
+            None => explicit = Some((object, field)),
         }
-        explicit = Some(object);
-        explicit_field = Some(field);
     }
+    Ok(explicit.map(|(object, _)| object))
+}
 
-    // Everything else is a flattened argument; `args.x` means `x`.
+/// Everything but the consumed selectors and the argument fields is a flattened argument;
+/// `args.x` means `x`.
+fn flattened_arguments(map: &Map<String, Value>, consumed: &[&str]) -> Map<String, Value> {
     let mut flattened = Map::new();
     for (key, value) in map {
         if consumed.contains(&key.as_str()) || ARG_FIELDS.contains(&key.as_str()) {
@@ -214,29 +297,27 @@ pub(crate) fn parse(index: &SearchIndex, request: &Value) -> Result<Parsed, Call
         }
         flattened.insert(key.to_string(), value.clone());
     }
+    flattened
+}
 
-    let args = match explicit {
-        Some(explicit) if explicit.is_empty() => flattened,
-        Some(mut explicit) => {
-            for (key, value) in flattened {
-                match explicit.get(&key) {
-                    Some(existing) if *existing != value => {
-                        return Err(bad(format!(
-                            "argument {:?} is given twice with different values (inside and outside \"args\"); put all arguments in \"args\"",
-                            crate::config::input::echo(&key)
-                        )));
-                    }
-                    _ => {
-                        explicit.insert(key, value);
-                    }
-                }
+/// Flattened arguments added to a non-empty explicit object; one given in both with different
+/// values is an error.
+fn merge(
+    mut explicit: Map<String, Value>,
+    flattened: Map<String, Value>,
+) -> Result<Map<String, Value>, CallError> {
+    for (key, value) in flattened {
+        match explicit.get(&key) {
+            Some(existing) if *existing != value => {
+                return Err(bad(format!(
+                    "argument {:?} is given twice with different values (inside and outside \"args\"); put all arguments in \"args\"",
+                    crate::config::input::echo(&key)
+                )));
             }
-            explicit
+            _ => {
+                explicit.insert(key, value);
+            }
         }
-        None => flattened,
-    };
-    Ok(Parsed {
-        target,
-        args: Value::Object(args),
-    })
+    }
+    Ok(explicit)
 }

@@ -23,8 +23,8 @@ use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 
 use super::floor::Floor;
 use crate::sandbox::{
-    Bridge, BridgeError, BridgeOp, CellOptions, CellPhases, DEFAULT_WORKER_NICE, Outcome, PollWhen,
-    Polling, SandboxError, Supervisor, SupervisorConfig,
+    Bridge, BridgeOp, CellOptions, CellPhases, DEFAULT_WORKER_NICE, Outcome, PollWhen, Polling,
+    SandboxError, Supervisor, SupervisorConfig,
 };
 
 /// Why the cell bench could not give a report.
@@ -413,7 +413,7 @@ pub struct FixtureBridge;
 
 #[async_trait::async_trait]
 impl Bridge for FixtureBridge {
-    async fn invoke(&self, op: BridgeOp, args: Value) -> Result<Value, BridgeError> {
+    async fn invoke(&self, op: BridgeOp, args: Value) -> Result<Value, crate::catalog::ToolError> {
         let first = args.get(0).cloned().unwrap_or(Value::Null);
         match op {
             BridgeOp::Search => Ok(json!([
@@ -514,106 +514,15 @@ async fn measure(
         config.polling.when = options.polling;
         config
     };
-
-    // Warm, the floor and warm after idle, interleaved cell by cell: this VM's speed drifts by
-    // up to 1.7× within minutes (the floor alone, measured as a series of its own, moved between
-    // 0.18 and 0.33 ms from one run to the next and between the two CPUs), so three series
-    // measured one after the other compared the machine's moods, not the process boundary. Each
-    // iteration runs one warm cell (a ready worker exists when it is submitted), then the same
-    // cell in-process on a thread pinned to the CPU that warm cell was submitted from, then one
-    // warm cell after the machine idled for `IDLE_BEFORE_CELL`.
-    let warm = Supervisor::start(config()).await?;
-    let mut floors = FloorThreads::new(bridge.clone(), cell);
-    let mut expected: Option<Value> = None;
-    let (mut warm_ms, mut warm_phases) = (Vec::new(), Vec::new());
-    let (mut floor_ms, mut floor_phases, mut floor_cpus) = (Vec::new(), Vec::new(), Vec::new());
-    let (mut idle_ms, mut idle_phases) = (Vec::new(), Vec::new());
-    for i in 0..iterations + 1 {
-        warm.wait_pool_full(Duration::from_secs(10)).await;
-        let (dt, value, cell_phases) = warm_cell(&warm, &bridge, cell, true).await?;
-        let cpu = cell_phases
-            .as_ref()
-            .and_then(|p| p.host_cpu)
-            .map(|c| c as usize);
-        match &expected {
-            // The first iteration only fixes the expected value (and warms every piece up).
-            None => expected = Some(value),
-            Some(e) if *e == value => {
-                warm_ms.push(dt);
-                warm_phases.extend(cell_phases);
-            }
-            Some(e) => return Err(mismatch("warm", format!("expected {e}, got {value}"))),
-        }
-        let Some(expected) = &expected else {
-            return Err(mismatch("warm", "no value".into()));
-        };
-        let (dt, value, cell_phases, ran_on) = floors.run(cpu, expected).await?;
-        same_value("inprocess", expected, &value)?;
-        if i > 0 {
-            floor_ms.push(dt);
-            floor_phases.push(cell_phases);
-            floor_cpus.push(ran_on);
-        }
-        warm.wait_pool_full(Duration::from_secs(10)).await;
-        tokio::time::sleep(IDLE_BEFORE_CELL).await;
-        let (dt, value, cell_phases) = warm_cell(&warm, &bridge, cell, true).await?;
-        same_value("warm_after_idle", expected, &value)?;
-        if i > 0 {
-            idle_ms.push(dt);
-            idle_phases.extend(cell_phases);
-        }
-    }
-    floors.stop();
-    report.warm = Series::traced(warm_ms, &warm_phases);
-    report.warm_after_idle = Series::traced(idle_ms, &idle_phases);
-    let expected = expected.unwrap_or_default();
-    warm.wait_pool_full(Duration::from_secs(10)).await;
-    if let Some(pid) = warm.ready_worker_pids().first() {
-        report.ready_worker_rss_kib = proc_kib(&format!("/proc/{pid}/status"), "VmRSS:");
-        report.ready_worker_pss_kib = proc_kib(&format!("/proc/{pid}/smaps_rollup"), "Pss:");
-    }
-    warm.shutdown().await;
-    // The floor's CPU: the one most of its cells ran on; its p50 on every CPU it ran on.
-    let mut by_cpu: Vec<Vec<f64>> = Vec::new();
-    for (&cpu, &dt) in floor_cpus.iter().zip(&floor_ms) {
-        if let Some(cpu) = cpu {
-            if by_cpu.len() <= cpu {
-                by_cpu.resize(cpu + 1, Vec::new());
-            }
-            by_cpu[cpu].push(dt);
-        }
-    }
-    report.inprocess_cpu = (0..by_cpu.len()).max_by_key(|&cpu| by_cpu[cpu].len());
-    report.inprocess_p50_by_cpu_ms = by_cpu
-        .into_iter()
-        .map(|samples| Series::from_samples(samples).p50_ms)
-        .collect();
-    report.inprocess = Series::traced(floor_ms, &floor_phases);
+    let expected = interleaved_series(config(), &bridge, cell, iterations, &mut report).await?;
 
     // Cold: the zygote forks on demand.
     let mut cold_config = config();
     cold_config.pool_size = 0;
-    let cold = Supervisor::start(cold_config).await?;
-    let mut samples = Vec::with_capacity(iterations);
-    let mut phases = Vec::with_capacity(iterations);
-    for _ in 0..iterations {
-        let (dt, value, cell_phases) = warm_cell(&cold, &bridge, cell, false).await?;
-        same_value("cold", &expected, &value)?;
-        samples.push(dt);
-        phases.extend(cell_phases);
-    }
-    report.cold = Series::traced(samples, &phases);
-    cold.shutdown().await;
+    report.cold = cold_series(cold_config, &bridge, cell, iterations, &expected).await?;
 
     // Node: the reference architecture.
-    let script = NodeScript::write()?;
-    let mut samples = Vec::with_capacity(iterations);
-    for _ in 0..iterations {
-        let (dt, value) = run_node_cell(&node, script.path(), cell, &bridge).await?;
-        same_value("node", &expected, &value)?;
-        samples.push(ms(dt));
-    }
-    report.node = Series::from_samples(samples);
+    report.node = node_series(&node, &bridge, cell, iterations, &expected).await?;
     let ratio = |a: f64, b: f64| if b > 0.0 { a / b } else { 0.0 };
     report.ratio_node_over_warm = ratio(report.node.p50_ms, report.warm.p50_ms);
     report.ratio_warm_over_inprocess = ratio(report.warm.p50_ms, report.inprocess.p50_ms);
@@ -621,6 +530,166 @@ async fn measure(
     report.machine.load_average_end = load_average();
     report.machine.cpu_loop_us_end = cpu_loop_us();
     Ok(report)
+}
+
+/// Runs warm, in-process floor and warm-after-idle cells, interleaved, and puts their series
+/// and a ready worker's memory in `report`; returns the value every cell must return.
+async fn interleaved_series(
+    config: SupervisorConfig,
+    bridge: &Arc<dyn Bridge>,
+    cell: &str,
+    iterations: usize,
+    report: &mut BenchReport,
+) -> Result<Value, CellsError> {
+    // Warm, the floor and warm after idle, interleaved cell by cell: this VM's speed drifts by
+    // up to 1.7× within minutes (the floor alone, measured as a series of its own, moved between
+    // 0.18 and 0.33 ms from one run to the next and between the two CPUs), so three series
+    // measured one after the other compared the machine's moods, not the process boundary. Each
+    // iteration runs one warm cell (a ready worker exists when it is submitted), then the same
+    // cell in-process on a thread pinned to the CPU that warm cell was submitted from, then one
+    // warm cell after the machine idled for `IDLE_BEFORE_CELL`.
+    let warm = Supervisor::start(config).await?;
+    let mut floors = FloorThreads::new(bridge.clone(), cell);
+    let mut samples = Interleaved::default();
+    let expected = samples
+        .run(&warm, &mut floors, bridge, cell, iterations)
+        .await?;
+    floors.stop();
+    let expected = expected.unwrap_or_default();
+    warm.wait_pool_full(Duration::from_secs(10)).await;
+    if let Some(pid) = warm.ready_worker_pids().first() {
+        report.ready_worker_rss_kib = proc_kib(&format!("/proc/{pid}/status"), "VmRSS:");
+        report.ready_worker_pss_kib = proc_kib(&format!("/proc/{pid}/smaps_rollup"), "Pss:");
+    }
+    warm.shutdown().await;
+    samples.report(report);
+    Ok(expected)
+}
+
+/// The samples of the interleaved series: warm, the in-process floor (with the CPU each floor
+/// cell was pinned to) and warm after idle.
+#[derive(Default)]
+struct Interleaved {
+    warm_ms: Vec<f64>,
+    warm_phases: Vec<CellPhases>,
+    floor_ms: Vec<f64>,
+    floor_phases: Vec<CellPhases>,
+    floor_cpus: Vec<Option<usize>>,
+    idle_ms: Vec<f64>,
+    idle_phases: Vec<CellPhases>,
+}
+
+impl Interleaved {
+    /// Runs `iterations` + 1 rounds (the first, untimed, fixes the expected value) and returns
+    /// that value.
+    async fn run(
+        &mut self,
+        warm: &Supervisor,
+        floors: &mut FloorThreads,
+        bridge: &Arc<dyn Bridge>,
+        cell: &str,
+        iterations: usize,
+    ) -> Result<Option<Value>, CellsError> {
+        let mut expected: Option<Value> = None;
+        for i in 0..iterations + 1 {
+            warm.wait_pool_full(Duration::from_secs(10)).await;
+            let (dt, value, cell_phases) = warm_cell(warm, bridge, cell, true).await?;
+            let cpu = cell_phases
+                .as_ref()
+                .and_then(|p| p.host_cpu)
+                .map(|c| c as usize);
+            match &expected {
+                // The first iteration only fixes the expected value (and warms every piece up).
+                None => expected = Some(value),
+                Some(e) if *e == value => {
+                    self.warm_ms.push(dt);
+                    self.warm_phases.extend(cell_phases);
+                }
+                Some(e) => return Err(mismatch("warm", format!("expected {e}, got {value}"))),
+            }
+            let Some(expected) = &expected else {
+                return Err(mismatch("warm", "no value".into()));
+            };
+            let (dt, value, cell_phases, ran_on) = floors.run(cpu, expected).await?;
+            same_value("inprocess", expected, &value)?;
+            if i > 0 {
+                self.floor_ms.push(dt);
+                self.floor_phases.push(cell_phases);
+                self.floor_cpus.push(ran_on);
+            }
+            warm.wait_pool_full(Duration::from_secs(10)).await;
+            tokio::time::sleep(IDLE_BEFORE_CELL).await;
+            let (dt, value, cell_phases) = warm_cell(warm, bridge, cell, true).await?;
+            same_value("warm_after_idle", expected, &value)?;
+            if i > 0 {
+                self.idle_ms.push(dt);
+                self.idle_phases.extend(cell_phases);
+            }
+        }
+        Ok(expected)
+    }
+
+    /// Puts the three series in `report`, with the floor's CPU (the one most of its cells ran
+    /// on) and its p50 on every CPU it ran on.
+    fn report(self, report: &mut BenchReport) {
+        report.warm = Series::traced(self.warm_ms, &self.warm_phases);
+        report.warm_after_idle = Series::traced(self.idle_ms, &self.idle_phases);
+        let mut by_cpu: Vec<Vec<f64>> = Vec::new();
+        for (&cpu, &dt) in self.floor_cpus.iter().zip(&self.floor_ms) {
+            if let Some(cpu) = cpu {
+                if by_cpu.len() <= cpu {
+                    by_cpu.resize(cpu + 1, Vec::new());
+                }
+                by_cpu[cpu].push(dt);
+            }
+        }
+        report.inprocess_cpu = (0..by_cpu.len()).max_by_key(|&cpu| by_cpu[cpu].len());
+        report.inprocess_p50_by_cpu_ms = by_cpu
+            .into_iter()
+            .map(|samples| Series::from_samples(samples).p50_ms)
+            .collect();
+        report.inprocess = Series::traced(self.floor_ms, &self.floor_phases);
+    }
+}
+
+/// The cold series: `iterations` cells on a supervisor started with `config` (no pool).
+async fn cold_series(
+    config: SupervisorConfig,
+    bridge: &Arc<dyn Bridge>,
+    cell: &str,
+    iterations: usize,
+    expected: &Value,
+) -> Result<Series, CellsError> {
+    let cold = Supervisor::start(config).await?;
+    let mut samples = Vec::with_capacity(iterations);
+    let mut phases = Vec::with_capacity(iterations);
+    for _ in 0..iterations {
+        let (dt, value, cell_phases) = warm_cell(&cold, bridge, cell, false).await?;
+        same_value("cold", expected, &value)?;
+        samples.push(dt);
+        phases.extend(cell_phases);
+    }
+    let series = Series::traced(samples, &phases);
+    cold.shutdown().await;
+    Ok(series)
+}
+
+/// The reference series: `iterations` cells, each in a `node` child of its own.
+async fn node_series(
+    node: &Path,
+    bridge: &Arc<dyn Bridge>,
+    cell: &str,
+    iterations: usize,
+    expected: &Value,
+) -> Result<Series, CellsError> {
+    let script = NodeScript::write()?;
+    let mut samples = Vec::with_capacity(iterations);
+    for _ in 0..iterations {
+        let (dt, value) = run_node_cell(node, script.path(), cell, bridge).await?;
+        same_value("node", expected, &value)?;
+        samples.push(ms(dt));
+    }
+    Ok(Series::from_samples(samples))
 }
 
 /// The in-process floor's threads: one per CPU it was asked to run on, pinned there (started on

@@ -17,8 +17,9 @@ use clap::Args;
 use serde_json::{Value, json};
 
 use super::cells::{BenchOptions, run_cells_bench_with};
-use super::mock::{Fault, MockProvider, MockScenario, SmallModel};
+use super::mock::MockProvider;
 use super::payload::{self, AgentRow, BenchCatalog, PayloadRow};
+use super::script::{Fault, MockScenario, SmallModel};
 use crate::config::{Config, Mode};
 use crate::session::Session;
 use crate::telemetry::terminal_safe;

@@ -398,81 +398,113 @@ fn attach_hybrid(
     })))
 }
 
-pub(crate) fn run(request: EvalRequest<'_>) -> Result<ExitCode> {
-    let settings = SearchSettings {
-        typo_tolerance: request.typo_tolerance,
-        multilingual: request.multilingual,
-    };
-    if request.queries.is_empty() {
-        bail!("eval needs --queries FILE");
-    }
-    // (set name, queries file, gold prefix)
-    let mut sets: Vec<(String, PathBuf, String)> = Vec::new();
-    let snapshot = if request.pooled {
-        if request.catalogs.len() != request.queries.len() {
-            bail!(
-                "--pooled needs --catalog/--queries pairs: got {} catalog(s) and {} query file(s)",
-                request.catalogs.len(),
-                request.queries.len()
-            );
-        }
-        let mut tools = Vec::new();
-        let mut names = HashSet::new();
-        for (catalog, queries) in request.catalogs.iter().zip(request.queries) {
-            let name = set_name(catalog);
-            if !names.insert(name.clone()) {
-                bail!("--pooled: two catalogs are both named {name:?}");
-            }
-            let stem = catalog
-                .file_stem()
-                .map(|s| s.to_string_lossy().into_owned())
-                .unwrap_or_default();
-            for mut tool in load_one(catalog)? {
-                // Owners the file did not name (the file stem) become the set, so equal names
-                // from different sets keep distinct ids; the gold key is `<set>:<line id>`.
-                if tool.owner == stem {
-                    tool.owner = crate::catalog::safe_owner(&name);
-                    tool.id = crate::catalog::tool_id(tool.source, &tool.owner, &tool.name);
-                }
-                let key = tool.external_id.clone().unwrap_or_else(|| tool.id.clone());
-                tool.external_id = Some(format!("{name}:{key}"));
-                tools.push(tool);
-            }
-            sets.push((name.clone(), queries.clone(), format!("{name}:")));
-        }
-        CatalogSnapshot::build(tools)
-    } else {
-        let mut tools = Vec::new();
-        for catalog in request.catalogs {
-            tools.extend(load_one(catalog)?);
-        }
-        for queries in request.queries {
-            sets.push((set_name(queries), queries.clone(), String::new()));
-        }
-        if request.catalogs.is_empty() {
-            crate::demo::catalog()
-        } else {
-            CatalogSnapshot::build(tools)
-        }
-    };
-    let view = Authorized::new(snapshot, Policy::allow_all());
-    let index = SearchIndex::build(&view)?;
-    #[cfg(feature = "semantic")]
-    let hybrid = attach_hybrid(&index, request.semantic, request.lexical_weight)?;
-    #[cfg(not(feature = "semantic"))]
-    let hybrid = false;
-    let ranker = if hybrid { "hybrid" } else { "lexical" };
-    // The ranker search answers give (hybrid once attached).
-    let rank = |query: &str| -> Result<Vec<RankedHit>> {
-        Ok(index.answer_ranking(query, RANKED, &settings).0.hits)
-    };
+/// One query set: its name, its queries file and the prefix its gold ids get.
+struct EvalSet {
+    name: String,
+    queries: PathBuf,
+    prefix: String,
+}
 
+/// The catalog the request names and its query sets.
+fn load_sets(request: &EvalRequest<'_>) -> Result<(CatalogSnapshot, Vec<EvalSet>)> {
+    if request.pooled {
+        pooled_sets(request)
+    } else {
+        separate_sets(request)
+    }
+}
+
+/// `--pooled`: every catalog's tools under its set's name, each set's gold ids prefixed the same.
+fn pooled_sets(request: &EvalRequest<'_>) -> Result<(CatalogSnapshot, Vec<EvalSet>)> {
+    if request.catalogs.len() != request.queries.len() {
+        bail!(
+            "--pooled needs --catalog/--queries pairs: got {} catalog(s) and {} query file(s)",
+            request.catalogs.len(),
+            request.queries.len()
+        );
+    }
+    let mut sets = Vec::new();
+    let mut tools = Vec::new();
+    let mut names = HashSet::new();
+    for (catalog, queries) in request.catalogs.iter().zip(request.queries) {
+        let name = set_name(catalog);
+        if !names.insert(name.clone()) {
+            bail!("--pooled: two catalogs are both named {name:?}");
+        }
+        let stem = catalog
+            .file_stem()
+            .map(|s| s.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        for mut tool in load_one(catalog)? {
+            // Owners the file did not name (the file stem) become the set, so equal names
+            // from different sets keep distinct ids; the gold key is `<set>:<line id>`.
+            if tool.owner == stem {
+                tool.owner = crate::catalog::safe_owner(&name);
+                tool.id = crate::catalog::tool_id(tool.source, &tool.owner, &tool.name);
+            }
+            let key = tool.external_id.clone().unwrap_or_else(|| tool.id.clone());
+            tool.external_id = Some(format!("{name}:{key}"));
+            tools.push(tool);
+        }
+        sets.push(EvalSet {
+            name: name.clone(),
+            queries: queries.clone(),
+            prefix: format!("{name}:"),
+        });
+    }
+    Ok((CatalogSnapshot::build(tools), sets))
+}
+
+/// The catalogs merged (the demo catalog without any), each queries file a set.
+fn separate_sets(request: &EvalRequest<'_>) -> Result<(CatalogSnapshot, Vec<EvalSet>)> {
+    let mut tools = Vec::new();
+    for catalog in request.catalogs {
+        tools.extend(load_one(catalog)?);
+    }
+    let sets = request
+        .queries
+        .iter()
+        .map(|queries| EvalSet {
+            name: set_name(queries),
+            queries: queries.clone(),
+            prefix: String::new(),
+        })
+        .collect();
+    let snapshot = if request.catalogs.is_empty() {
+        crate::demo::catalog()
+    } else {
+        CatalogSnapshot::build(tools)
+    };
+    Ok((snapshot, sets))
+}
+
+/// Every set's evaluation and the figures the report draws from them.
+struct Summary {
+    results: Vec<(String, Evaluation)>,
+    latencies: Vec<f64>,
+    p50: f64,
+    p99: f64,
+    macro_metrics: Metrics,
+    /// Averaged metrics per language, queries pooled across sets.
+    languages: BTreeMap<String, Metrics>,
+    /// Whether any query carried a language.
+    tagged: bool,
+}
+
+/// Evaluates each set with `rank` and summarises the results.
+fn evaluate_sets(
+    index: &SearchIndex,
+    rank: &RankFn<'_>,
+    sets: &[EvalSet],
+    settings: &SearchSettings,
+    per_query: bool,
+) -> Result<Summary> {
     let mut results = Vec::new();
     let mut latencies = Vec::new();
-    for (name, queries, prefix) in &sets {
-        let evaluation = evaluate(&index, &rank, queries, prefix, &settings, request.per_query)?;
+    for set in sets {
+        let evaluation = evaluate(index, rank, &set.queries, &set.prefix, settings, per_query)?;
         latencies.extend_from_slice(&evaluation.latencies_us);
-        results.push((name.clone(), evaluation));
+        results.push((set.name.clone(), evaluation));
     }
     let p50 = percentile(&mut latencies, 50.0);
     let p99 = percentile(&mut latencies, 99.0);
@@ -489,36 +521,97 @@ pub(crate) fn run(request: EvalRequest<'_>) -> Result<ExitCode> {
     for metrics in languages.values_mut() {
         *metrics = metrics.averaged();
     }
+    Ok(Summary {
+        results,
+        latencies,
+        p50,
+        p99,
+        macro_metrics,
+        languages,
+        tagged,
+    })
+}
 
-    let single = results.len() == 1 && !request.pooled;
+pub(crate) fn run(request: EvalRequest<'_>) -> Result<ExitCode> {
+    let settings = SearchSettings {
+        typo_tolerance: request.typo_tolerance,
+        multilingual: request.multilingual,
+    };
+    if request.queries.is_empty() {
+        bail!("eval needs --queries FILE");
+    }
+    let (snapshot, sets) = load_sets(&request)?;
+    let view = Authorized::new(snapshot, Policy::allow_all());
+    let index = SearchIndex::build(&view)?;
+    #[cfg(feature = "semantic")]
+    let hybrid = attach_hybrid(&index, request.semantic, request.lexical_weight)?;
+    #[cfg(not(feature = "semantic"))]
+    let hybrid = false;
+    let ranker = if hybrid { "hybrid" } else { "lexical" };
+    // The ranker search answers give (hybrid once attached).
+    let rank = |query: &str| -> Result<Vec<RankedHit>> {
+        Ok(index.answer_ranking(query, RANKED, &settings).0.hits)
+    };
+    let summary = evaluate_sets(&index, &rank, &sets, &settings, request.per_query)?;
+
     let mut out = std::io::stdout().lock();
     if request.as_json {
-        let mut value = if single {
-            results[0].1.metrics.json()
-        } else {
-            let mut sets = serde_json::Map::new();
-            for (name, evaluation) in &results {
-                sets.insert(name.clone(), evaluation.metrics.json());
-            }
-            json!({
-                "mode": if request.pooled { "pooled" } else { "separate" },
-                "tools": index.stats().documents,
-                "sets": sets,
-                "macro": macro_metrics.json(),
-            })
-        };
-        value["latency_us"] = json!({"p50": p50, "p99": p99});
-        value["ranker"] = json!(ranker);
-        if tagged {
-            let by_lang: serde_json::Map<String, Value> = languages
-                .iter()
-                .map(|(lang, m)| (lang.clone(), m.json()))
-                .collect();
-            value["languages"] = Value::Object(by_lang);
-        }
-        writeln!(out, "{value}")?;
-        return Ok(ExitCode::SUCCESS);
+        write_json(&mut out, &request, &index, ranker, &summary)?;
+    } else {
+        write_text(&mut out, &request, &settings, &index, ranker, &summary)?;
     }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The report as one JSON line.
+fn write_json(
+    out: &mut impl Write,
+    request: &EvalRequest<'_>,
+    index: &SearchIndex,
+    ranker: &str,
+    summary: &Summary,
+) -> Result<()> {
+    let results = &summary.results;
+    let single = results.len() == 1 && !request.pooled;
+    let mut value = if single {
+        results[0].1.metrics.json()
+    } else {
+        let mut sets = serde_json::Map::new();
+        for (name, evaluation) in results {
+            sets.insert(name.clone(), evaluation.metrics.json());
+        }
+        json!({
+            "mode": if request.pooled { "pooled" } else { "separate" },
+            "tools": index.stats().documents,
+            "sets": sets,
+            "macro": summary.macro_metrics.json(),
+        })
+    };
+    value["latency_us"] = json!({"p50": summary.p50, "p99": summary.p99});
+    value["ranker"] = json!(ranker);
+    if summary.tagged {
+        let by_lang: serde_json::Map<String, Value> = summary
+            .languages
+            .iter()
+            .map(|(lang, m)| (lang.clone(), m.json()))
+            .collect();
+        value["languages"] = Value::Object(by_lang);
+    }
+    writeln!(out, "{value}")?;
+    Ok(())
+}
+
+/// The report as tables: per set (and their macro average), per language, then latency.
+fn write_text(
+    out: &mut impl Write,
+    request: &EvalRequest<'_>,
+    settings: &SearchSettings,
+    index: &SearchIndex,
+    ranker: &str,
+    summary: &Summary,
+) -> Result<()> {
+    let results = &summary.results;
+    let single = results.len() == 1 && !request.pooled;
     writeln!(
         out,
         "{} tools{}, {ranker} ranker, typo tolerance {}, lexicon {}",
@@ -532,28 +625,29 @@ pub(crate) fn run(request: EvalRequest<'_>) -> Result<ExitCode> {
         .map(|(name, e)| (name.clone(), e.metrics))
         .collect();
     if !single {
-        rows.push(("macro".to_string(), macro_metrics));
+        rows.push(("macro".to_string(), summary.macro_metrics));
     }
-    write_table(&mut out, "set", &rows)?;
-    if tagged {
+    write_table(out, "set", &rows)?;
+    if summary.tagged {
         writeln!(out)?;
-        let rows: Vec<(String, Metrics)> = languages
+        let rows: Vec<(String, Metrics)> = summary
+            .languages
             .iter()
             .map(|(lang, m)| {
                 let name = if lang.is_empty() { "(none)" } else { lang };
                 (name.to_string(), *m)
             })
             .collect();
-        write_table(&mut out, "lang", &rows)?;
+        write_table(out, "lang", &rows)?;
     }
     writeln!(
         out,
         "\nlatency of {} searches: p50 {:.1} µs, p99 {:.1} µs",
-        latencies.len(),
-        p50,
-        p99
+        summary.latencies.len(),
+        summary.p50,
+        summary.p99
     )?;
-    Ok(ExitCode::SUCCESS)
+    Ok(())
 }
 
 fn write_table(out: &mut impl Write, first: &str, rows: &[(String, Metrics)]) -> Result<()> {

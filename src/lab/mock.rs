@@ -9,7 +9,8 @@
 //! malformed answers, an unknown tool, non-JSON arguments, a stall, a flood of calls in one
 //! answer, two calls under one id), a model that repeats its first move forever, calls written
 //! as text (for lenient parsing), and small-model behaviours that get the controls' shape wrong
-//! ([`SmallModel`]).
+//! ([`SmallModel`](super::script::SmallModel)). The scenario and its faults are defined with the
+//! script that plays them.
 //!
 //! Never does: listen on a non-loopback address unless started with
 //! [`MockProvider::start_any_address`]; run tools; keep state between requests beyond the
@@ -35,7 +36,7 @@ use hyper_util::rt::{TokioIo, TokioTimer};
 use serde::Serialize;
 use serde_json::{Value, json};
 
-use super::script::{self, Action, Seen};
+use super::script::{self, Action, Fault, MAX_FLOOD_CALLS, MockScenario, Seen};
 use crate::sync::lock;
 
 /// Largest request body accepted.
@@ -48,191 +49,6 @@ pub const MAX_RECORDS: usize = 10_000;
 pub const MAX_KEPT_BODY_BYTES: usize = 64 << 20;
 /// Longest stall.
 pub const MAX_STALL: Duration = Duration::from_secs(600);
-
-/// What the scripted model does: which tool it is after, with what, and how it misbehaves.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct MockScenario {
-    /// The target tool: a name (`convert_units`) or an id (`plugin:units:convert_units`).
-    pub target: String,
-    /// The arguments it calls the target with.
-    pub arguments: Value,
-    /// The queries of the batched `tool_search` (and, in order, of the code cell's searches).
-    pub queries: Vec<String>,
-    /// Faults for the first requests, one per request in order; then the scenario plays.
-    pub faults: Vec<Fault>,
-    /// Play the scenario's first move on every request (a model stuck repeating a call).
-    pub repeat_forever: bool,
-    /// Write calls as text in `content` (alternately a `<tool_call>` block and a fenced JSON
-    /// object) instead of `tool_calls`, as small local models do.
-    pub text_calls: bool,
-    /// Get the controls' shape wrong as a small local model does; combines with
-    /// `text_calls`.
-    pub small_model: Option<SmallModel>,
-    /// A task of several steps, played in order (each as `target`, `arguments` and `queries`
-    /// are played); empty: the one step above. A step is done once a call of it answered with a
-    /// confirmation (`CONF-…`); a string argument `{{key}}` is filled with the value of `key`
-    /// in the previous step's result.
-    pub steps: Vec<MockStep>,
-}
-
-/// One step of a task of several steps.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct MockStep {
-    /// The tool: a name or an id.
-    pub target: String,
-    /// Its arguments (`{{key}}` strings filled from the previous step's result).
-    pub arguments: Value,
-    /// The queries that find it.
-    pub queries: Vec<String>,
-}
-
-/// How a scripted small model gets the controls' shape wrong. In direct mode, and
-/// for the code behaviours when `tool_search_code` is not declared, the scenario plays as
-/// usual.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum SmallModel {
-    /// Calls `openclaw.tools.search`, `openclaw_tools_describe` and `openclaw-tools-call` as
-    /// tools, with `{query, limit}`, `{id}` and `{id, args}`.
-    BridgeNames,
-    /// Calls bare `search` (`["query", {limit}]`), `describe` (`{id}`) and `call`
-    /// (`[id, args]`).
-    BareNames,
-    /// Calls `tool_search` (or `tool_search_code` with `{query, limit}` when that is declared),
-    /// `tool_describe` and `tool_call`, whatever the mode.
-    StructuredControls,
-    /// Sends the code-mode cell in a Markdown fence (```` ```js ````).
-    FencedCode,
-    /// Sends cells without `return`: `await openclaw.tools.search(…)` alone, then statements
-    /// ending in an expression that is neither awaited nor returned.
-    NoReturn,
-    /// Writes its cells as text in a Markdown fence instead of calling `tool_search_code`: a
-    /// search first, then the call the answer's next step names (the id taken from that step,
-    /// never from the hits), then a final answer.
-    CodeAsText,
-    /// Sends its search cell a second time, identically, instead of the next step; then calls
-    /// the tool the answer to that repeat names (the id taken from that answer's step).
-    RepeatsSearch,
-}
-
-impl SmallModel {
-    /// Every behaviour.
-    pub const ALL: [SmallModel; 7] = [
-        SmallModel::BridgeNames,
-        SmallModel::BareNames,
-        SmallModel::StructuredControls,
-        SmallModel::FencedCode,
-        SmallModel::NoReturn,
-        SmallModel::CodeAsText,
-        SmallModel::RepeatsSearch,
-    ];
-
-    /// The behaviour's name (`bridge-names`, `bare-names`, `structured-controls`,
-    /// `fenced-code`, `no-return`, `code-as-text`, `repeats-search`).
-    pub fn as_str(self) -> &'static str {
-        match self {
-            SmallModel::BridgeNames => "bridge-names",
-            SmallModel::BareNames => "bare-names",
-            SmallModel::StructuredControls => "structured-controls",
-            SmallModel::FencedCode => "fenced-code",
-            SmallModel::NoReturn => "no-return",
-            SmallModel::CodeAsText => "code-as-text",
-            SmallModel::RepeatsSearch => "repeats-search",
-        }
-    }
-
-    /// Parses a name of [`SmallModel::as_str`].
-    pub fn parse(text: &str) -> Option<SmallModel> {
-        SmallModel::ALL
-            .into_iter()
-            .find(|m| m.as_str() == text.trim())
-    }
-}
-
-impl Default for MockScenario {
-    /// Works against the embedded demo catalog: convert 10 km to miles.
-    fn default() -> Self {
-        MockScenario {
-            target: "convert_units".into(),
-            arguments: json!({"value": 10, "from_unit": "km", "to_unit": "mi"}),
-            queries: vec!["convert units".into(), "length km to miles".into()],
-            faults: Vec::new(),
-            repeat_forever: false,
-            text_calls: false,
-            small_model: None,
-            steps: Vec::new(),
-        }
-    }
-}
-
-/// A fault injected into one request's answer.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Fault {
-    /// Answer with this HTTP status (429 carries `Retry-After: 1`).
-    Status(u16),
-    /// A 200 whose body is cut-off JSON.
-    Malformed,
-    /// Call a tool named `no_such_tool`, which no request declares.
-    UnknownTool,
-    /// Call the scenario's next tool with arguments that are not JSON.
-    BadArguments,
-    /// Wait this many seconds (at most 600) before answering.
-    Stall(u64),
-    /// One answer with this many calls (at most `MAX_FLOOD_CALLS`) of the scenario's next
-    /// tool, each under its own id; the i-th call's arguments are the scenario's with
-    /// `"flood": i` added, so none repeats another.
-    Flood(u32),
-    /// One answer with two calls of the scenario's next tool under the same id, the second
-    /// with `"flood": 1` added to the arguments.
-    DuplicateIds,
-}
-
-/// Most calls a [`Fault::Flood`] answer holds.
-pub const MAX_FLOOD_CALLS: u32 = 100_000;
-
-impl Fault {
-    /// Parses `500`, `429` (any status 400–599), `malformed`, `unknown-tool`, `bad-args`,
-    /// `stall` (30 s), `stall:SECONDS`, `flood:CALLS` or `duplicate-ids`.
-    pub fn parse(text: &str) -> Option<Fault> {
-        let text = text.trim();
-        match text {
-            "malformed" => Some(Fault::Malformed),
-            "unknown-tool" => Some(Fault::UnknownTool),
-            "bad-args" => Some(Fault::BadArguments),
-            "stall" => Some(Fault::Stall(30)),
-            "duplicate-ids" => Some(Fault::DuplicateIds),
-            _ => {
-                if let Some(seconds) = text.strip_prefix("stall:") {
-                    return seconds.parse().ok().map(Fault::Stall);
-                }
-                if let Some(calls) = text.strip_prefix("flood:") {
-                    return calls
-                        .parse()
-                        .ok()
-                        .filter(|n| (1..=MAX_FLOOD_CALLS).contains(n))
-                        .map(Fault::Flood);
-                }
-                text.parse::<u16>()
-                    .ok()
-                    .filter(|s| (400..600).contains(s))
-                    .map(Fault::Status)
-            }
-        }
-    }
-
-    fn label(&self) -> String {
-        match self {
-            Fault::Status(status) => format!("status {status}"),
-            Fault::Malformed => "malformed".into(),
-            Fault::UnknownTool => "unknown-tool".into(),
-            Fault::BadArguments => "bad-args".into(),
-            Fault::Stall(seconds) => format!("stall {seconds}s"),
-            Fault::Flood(calls) => format!("flood {calls}"),
-            Fault::DuplicateIds => "duplicate-ids".into(),
-        }
-    }
-}
 
 /// One request the mock received.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -558,96 +374,17 @@ async fn chat(state: &State, path: String, body: Incoming) -> Response<Full<Byte
         .and_then(Value::as_str)
         .unwrap_or("toolsearch-mock")
         .to_string();
+    let to = Answering {
+        model: &model,
+        index,
+        request_bytes: bytes.len(),
+    };
 
     if let Some(fault) = scenario.faults.get(index).copied() {
         record.action = format!("fault {}", fault.label());
         let first_declared = seen.declared.first().map(|s| s.to_string());
         state.record(record);
-        return match fault {
-            Fault::Status(status) => {
-                let code =
-                    StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
-                let mut response = reply(
-                    code,
-                    &json!({"error": {"message": format!("mock fault: HTTP {status}")}}),
-                );
-                if status == 429 {
-                    response.headers_mut().insert(
-                        hyper::header::RETRY_AFTER,
-                        hyper::header::HeaderValue::from_static("1"),
-                    );
-                }
-                response
-            }
-            Fault::Malformed => {
-                let mut response = Response::new(Full::new(Bytes::from_static(
-                    b"{\"id\": \"mock\", \"choices\": [{\"message\": {\"role\": \"assistant\", \"content\": \"cut of",
-                )));
-                response.headers_mut().insert(
-                    hyper::header::CONTENT_TYPE,
-                    hyper::header::HeaderValue::from_static("application/json"),
-                );
-                response
-            }
-            Fault::UnknownTool => completion(
-                &model,
-                index,
-                &Action::Call {
-                    name: "no_such_tool".into(),
-                    arguments: json!({}),
-                },
-                false,
-                bytes.len(),
-            ),
-            Fault::BadArguments => {
-                let name = match &action {
-                    Action::Call { name, .. } => name.clone(),
-                    _ => first_declared.unwrap_or_else(|| "tool_search".into()),
-                };
-                raw_call(
-                    &model,
-                    index,
-                    &name,
-                    "{\"query\": \"unterminated",
-                    bytes.len(),
-                )
-            }
-            Fault::Stall(seconds) => {
-                tokio::time::sleep(Duration::from_secs(seconds).min(MAX_STALL)).await;
-                completion(&model, index, &action, scenario.text_calls, bytes.len())
-            }
-            Fault::Flood(_) | Fault::DuplicateIds => {
-                let (name, arguments) = match &action {
-                    Action::Call { name, arguments } => (name.clone(), arguments.clone()),
-                    _ => (
-                        first_declared.unwrap_or_else(|| "tool_search".into()),
-                        json!({}),
-                    ),
-                };
-                let with = |i: u32| {
-                    let mut arguments = arguments.clone();
-                    if let Value::Object(map) = &mut arguments {
-                        map.insert("flood".into(), json!(i));
-                    }
-                    arguments.to_string()
-                };
-                let call = |id: String, arguments: String| {
-                    json!({"id": id, "type": "function",
-                           "function": {"name": name, "arguments": arguments}})
-                };
-                let calls: Vec<Value> = match fault {
-                    Fault::Flood(n) => (0..n.min(MAX_FLOOD_CALLS))
-                        .map(|i| call(format!("call_{index}_{i}"), with(i)))
-                        .collect(),
-                    _ => vec![
-                        call(format!("call_{index}_dup"), arguments.to_string()),
-                        call(format!("call_{index}_dup"), with(1)),
-                    ],
-                };
-                let message = json!({"role": "assistant", "content": null, "tool_calls": calls});
-                envelope(&model, index, message, "tool_calls", bytes.len())
-            }
-        };
+        return fault_reply(fault, &to, &action, first_declared, scenario.text_calls).await;
     }
 
     record.action = match &action {
@@ -657,6 +394,121 @@ async fn chat(state: &State, path: String, body: Incoming) -> Response<Full<Byte
     };
     state.record(record);
     completion(&model, index, &action, scenario.text_calls, bytes.len())
+}
+
+/// The request an answer goes to: the model it named, its number and its size in bytes.
+struct Answering<'a> {
+    model: &'a str,
+    index: usize,
+    request_bytes: usize,
+}
+
+/// The answer with `fault` injected, in place of the scripted `action` (`first_declared` is
+/// the first tool the request declared; `text_calls` as in the scenario).
+async fn fault_reply(
+    fault: Fault,
+    to: &Answering<'_>,
+    action: &Action,
+    first_declared: Option<String>,
+    text_calls: bool,
+) -> Response<Full<Bytes>> {
+    match fault {
+        Fault::Status(status) => status_reply(status),
+        Fault::Malformed => {
+            let mut response = Response::new(Full::new(Bytes::from_static(
+                b"{\"id\": \"mock\", \"choices\": [{\"message\": {\"role\": \"assistant\", \"content\": \"cut of",
+            )));
+            response.headers_mut().insert(
+                hyper::header::CONTENT_TYPE,
+                hyper::header::HeaderValue::from_static("application/json"),
+            );
+            response
+        }
+        Fault::UnknownTool => completion(
+            to.model,
+            to.index,
+            &Action::Call {
+                name: "no_such_tool".into(),
+                arguments: json!({}),
+            },
+            false,
+            to.request_bytes,
+        ),
+        Fault::BadArguments => {
+            let name = match action {
+                Action::Call { name, .. } => name.clone(),
+                _ => first_declared.unwrap_or_else(|| "tool_search".into()),
+            };
+            raw_call(
+                to.model,
+                to.index,
+                &name,
+                "{\"query\": \"unterminated",
+                to.request_bytes,
+            )
+        }
+        Fault::Stall(seconds) => {
+            tokio::time::sleep(Duration::from_secs(seconds).min(MAX_STALL)).await;
+            completion(to.model, to.index, action, text_calls, to.request_bytes)
+        }
+        Fault::Flood(_) | Fault::DuplicateIds => flood_reply(fault, to, action, first_declared),
+    }
+}
+
+/// An error answer with HTTP `status` (429 with `Retry-After: 1`).
+fn status_reply(status: u16) -> Response<Full<Bytes>> {
+    let code = StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+    let mut response = reply(
+        code,
+        &json!({"error": {"message": format!("mock fault: HTTP {status}")}}),
+    );
+    if status == 429 {
+        response.headers_mut().insert(
+            hyper::header::RETRY_AFTER,
+            hyper::header::HeaderValue::from_static("1"),
+        );
+    }
+    response
+}
+
+/// One answer with many calls of the scripted tool ([`Fault::Flood`]), or two under one id
+/// ([`Fault::DuplicateIds`]).
+fn flood_reply(
+    fault: Fault,
+    to: &Answering<'_>,
+    action: &Action,
+    first_declared: Option<String>,
+) -> Response<Full<Bytes>> {
+    let index = to.index;
+    let (name, arguments) = match action {
+        Action::Call { name, arguments } => (name.clone(), arguments.clone()),
+        _ => (
+            first_declared.unwrap_or_else(|| "tool_search".into()),
+            json!({}),
+        ),
+    };
+    let with = |i: u32| {
+        let mut arguments = arguments.clone();
+        if let Value::Object(map) = &mut arguments {
+            map.insert("flood".into(), json!(i));
+        }
+        arguments.to_string()
+    };
+    let call = |id: String, arguments: String| {
+        json!({"id": id, "type": "function",
+               "function": {"name": name, "arguments": arguments}})
+    };
+    let calls: Vec<Value> = match fault {
+        Fault::Flood(n) => (0..n.min(MAX_FLOOD_CALLS))
+            .map(|i| call(format!("call_{index}_{i}"), with(i)))
+            .collect(),
+        _ => vec![
+            call(format!("call_{index}_dup"), arguments.to_string()),
+            call(format!("call_{index}_dup"), with(1)),
+        ],
+    };
+    let message = json!({"role": "assistant", "content": null, "tool_calls": calls});
+    envelope(to.model, index, message, "tool_calls", to.request_bytes)
 }
 
 fn usage(request_bytes: usize, message: &Value) -> Value {

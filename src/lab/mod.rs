@@ -37,9 +37,8 @@ use std::path::{Path, PathBuf};
 
 use crate::catalog::{CatalogSnapshot, Source};
 
-pub use mock::{
-    Fault, MockError, MockProvider, MockScenario, MockStep, RecordedRequest, SmallModel,
-};
+pub use mock::{MockError, MockProvider, RecordedRequest};
+pub use script::{Fault, MockScenario, MockStep, SmallModel};
 
 /// The agent benchmarks (`toolsearch bench payload`, `toolsearch bench agent`) and their
 /// scenario: synthetic catalogs, the release-order target, its executions.

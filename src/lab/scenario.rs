@@ -18,7 +18,7 @@ use serde_json::{Value, json};
 
 use crate::catalog::{Descriptor, FnTool, Source, ToolOutput};
 
-use super::mock::MockScenario;
+use super::script::MockScenario;
 use crate::sync::Locked;
 
 const OWNERS: [&str; 16] = [

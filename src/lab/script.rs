@@ -21,6 +21,9 @@
 //! controls called as tools whatever the mode declares, a cell body in a Markdown fence, or
 //! cells without `return`. Those moves deliberately call undeclared names.
 //!
+//! Owns: the scenario it plays ([`MockScenario`], [`MockStep`]), the small-model behaviours
+//! ([`SmallModel`]) and the faults the mock injects before it ([`Fault`]).
+//!
 //! Never does: call a tool the request did not declare (in directory mode: declared or listed
 //! in the system text) outside a small-model behaviour — it answers with a refusal instead; keep state between requests (the
 //! conversation is the state); quote more than [`MAX_QUOTE_CHARS`] of a result.
@@ -31,7 +34,192 @@ use serde_json::{Value, json};
 
 use crate::config::Mode;
 
-use super::mock::{MockScenario, SmallModel};
+use serde::Serialize;
+
+/// What the scripted model does: which tool it is after, with what, and how it misbehaves.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct MockScenario {
+    /// The target tool: a name (`convert_units`) or an id (`plugin:units:convert_units`).
+    pub target: String,
+    /// The arguments it calls the target with.
+    pub arguments: Value,
+    /// The queries of the batched `tool_search` (and, in order, of the code cell's searches).
+    pub queries: Vec<String>,
+    /// Faults for the first requests, one per request in order; then the scenario plays.
+    pub faults: Vec<Fault>,
+    /// Play the scenario's first move on every request (a model stuck repeating a call).
+    pub repeat_forever: bool,
+    /// Write calls as text in `content` (alternately a `<tool_call>` block and a fenced JSON
+    /// object) instead of `tool_calls`, as small local models do.
+    pub text_calls: bool,
+    /// Get the controls' shape wrong as a small local model does; combines with
+    /// `text_calls`.
+    pub small_model: Option<SmallModel>,
+    /// A task of several steps, played in order (each as `target`, `arguments` and `queries`
+    /// are played); empty: the one step above. A step is done once a call of it answered with a
+    /// confirmation (`CONF-…`); a string argument `{{key}}` is filled with the value of `key`
+    /// in the previous step's result.
+    pub steps: Vec<MockStep>,
+}
+
+/// One step of a task of several steps.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct MockStep {
+    /// The tool: a name or an id.
+    pub target: String,
+    /// Its arguments (`{{key}}` strings filled from the previous step's result).
+    pub arguments: Value,
+    /// The queries that find it.
+    pub queries: Vec<String>,
+}
+
+/// How a scripted small model gets the controls' shape wrong. In direct mode, and
+/// for the code behaviours when `tool_search_code` is not declared, the scenario plays as
+/// usual.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum SmallModel {
+    /// Calls `openclaw.tools.search`, `openclaw_tools_describe` and `openclaw-tools-call` as
+    /// tools, with `{query, limit}`, `{id}` and `{id, args}`.
+    BridgeNames,
+    /// Calls bare `search` (`["query", {limit}]`), `describe` (`{id}`) and `call`
+    /// (`[id, args]`).
+    BareNames,
+    /// Calls `tool_search` (or `tool_search_code` with `{query, limit}` when that is declared),
+    /// `tool_describe` and `tool_call`, whatever the mode.
+    StructuredControls,
+    /// Sends the code-mode cell in a Markdown fence (```` ```js ````).
+    FencedCode,
+    /// Sends cells without `return`: `await openclaw.tools.search(…)` alone, then statements
+    /// ending in an expression that is neither awaited nor returned.
+    NoReturn,
+    /// Writes its cells as text in a Markdown fence instead of calling `tool_search_code`: a
+    /// search first, then the call the answer's next step names (the id taken from that step,
+    /// never from the hits), then a final answer.
+    CodeAsText,
+    /// Sends its search cell a second time, identically, instead of the next step; then calls
+    /// the tool the answer to that repeat names (the id taken from that answer's step).
+    RepeatsSearch,
+}
+
+impl SmallModel {
+    /// Every behaviour.
+    pub const ALL: [SmallModel; 7] = [
+        SmallModel::BridgeNames,
+        SmallModel::BareNames,
+        SmallModel::StructuredControls,
+        SmallModel::FencedCode,
+        SmallModel::NoReturn,
+        SmallModel::CodeAsText,
+        SmallModel::RepeatsSearch,
+    ];
+
+    /// The behaviour's name (`bridge-names`, `bare-names`, `structured-controls`,
+    /// `fenced-code`, `no-return`, `code-as-text`, `repeats-search`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SmallModel::BridgeNames => "bridge-names",
+            SmallModel::BareNames => "bare-names",
+            SmallModel::StructuredControls => "structured-controls",
+            SmallModel::FencedCode => "fenced-code",
+            SmallModel::NoReturn => "no-return",
+            SmallModel::CodeAsText => "code-as-text",
+            SmallModel::RepeatsSearch => "repeats-search",
+        }
+    }
+
+    /// Parses a name of [`SmallModel::as_str`].
+    pub fn parse(text: &str) -> Option<SmallModel> {
+        SmallModel::ALL
+            .into_iter()
+            .find(|m| m.as_str() == text.trim())
+    }
+}
+
+impl Default for MockScenario {
+    /// Works against the embedded demo catalog: convert 10 km to miles.
+    fn default() -> Self {
+        MockScenario {
+            target: "convert_units".into(),
+            arguments: json!({"value": 10, "from_unit": "km", "to_unit": "mi"}),
+            queries: vec!["convert units".into(), "length km to miles".into()],
+            faults: Vec::new(),
+            repeat_forever: false,
+            text_calls: false,
+            small_model: None,
+            steps: Vec::new(),
+        }
+    }
+}
+
+/// A fault injected into one request's answer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Fault {
+    /// Answer with this HTTP status (429 carries `Retry-After: 1`).
+    Status(u16),
+    /// A 200 whose body is cut-off JSON.
+    Malformed,
+    /// Call a tool named `no_such_tool`, which no request declares.
+    UnknownTool,
+    /// Call the scenario's next tool with arguments that are not JSON.
+    BadArguments,
+    /// Wait this many seconds (at most 600) before answering.
+    Stall(u64),
+    /// One answer with this many calls (at most `MAX_FLOOD_CALLS`) of the scenario's next
+    /// tool, each under its own id; the i-th call's arguments are the scenario's with
+    /// `"flood": i` added, so none repeats another.
+    Flood(u32),
+    /// One answer with two calls of the scenario's next tool under the same id, the second
+    /// with `"flood": 1` added to the arguments.
+    DuplicateIds,
+}
+
+/// Most calls a [`Fault::Flood`] answer holds.
+pub const MAX_FLOOD_CALLS: u32 = 100_000;
+
+impl Fault {
+    /// Parses `500`, `429` (any status 400–599), `malformed`, `unknown-tool`, `bad-args`,
+    /// `stall` (30 s), `stall:SECONDS`, `flood:CALLS` or `duplicate-ids`.
+    pub fn parse(text: &str) -> Option<Fault> {
+        let text = text.trim();
+        match text {
+            "malformed" => Some(Fault::Malformed),
+            "unknown-tool" => Some(Fault::UnknownTool),
+            "bad-args" => Some(Fault::BadArguments),
+            "stall" => Some(Fault::Stall(30)),
+            "duplicate-ids" => Some(Fault::DuplicateIds),
+            _ => {
+                if let Some(seconds) = text.strip_prefix("stall:") {
+                    return seconds.parse().ok().map(Fault::Stall);
+                }
+                if let Some(calls) = text.strip_prefix("flood:") {
+                    return calls
+                        .parse()
+                        .ok()
+                        .filter(|n| (1..=MAX_FLOOD_CALLS).contains(n))
+                        .map(Fault::Flood);
+                }
+                text.parse::<u16>()
+                    .ok()
+                    .filter(|s| (400..600).contains(s))
+                    .map(Fault::Status)
+            }
+        }
+    }
+
+    pub(super) fn label(&self) -> String {
+        match self {
+            Fault::Status(status) => format!("status {status}"),
+            Fault::Malformed => "malformed".into(),
+            Fault::UnknownTool => "unknown-tool".into(),
+            Fault::BadArguments => "bad-args".into(),
+            Fault::Stall(seconds) => format!("stall {seconds}s"),
+            Fault::Flood(calls) => format!("flood {calls}"),
+            Fault::DuplicateIds => "duplicate-ids".into(),
+        }
+    }
+}
 
 /// Longest tool result quoted in the final answer, in characters.
 pub const MAX_QUOTE_CHARS: usize = 4000;
@@ -384,163 +572,191 @@ fn small_model_move(
     mode: Mode,
     past: &[Past],
 ) -> Option<Action> {
-    let target = scenario.target.as_str();
     let code = seen.declares("tool_search_code");
-    let query = scenario
-        .queries
-        .first()
-        .cloned()
-        .unwrap_or_else(|| target_name(target).to_string());
-    let call = |name: &str, arguments: Value| Action::Call {
-        name: name.to_string(),
-        arguments,
-    };
-    let not_found = || {
-        Action::Answer(format!(
-            "I could not find a tool named {} in the search results.",
-            target_name(target)
-        ))
-    };
+    let play = SmallMove::new(scenario, past);
     match model {
         SmallModel::BridgeNames | SmallModel::BareNames | SmallModel::StructuredControls => {
             if matches!(mode, Mode::Direct | Mode::Auto) {
                 return None;
             }
-            let (search, describe, run) = match model {
-                SmallModel::BridgeNames => (
-                    "openclaw.tools.search",
-                    "openclaw_tools_describe",
-                    "openclaw-tools-call",
-                ),
-                SmallModel::BareNames => ("search", "describe", "call"),
-                _ if code => ("tool_search_code", "tool_describe", "tool_call"),
-                _ => ("tool_search", "tool_describe", "tool_call"),
+            Some(play.controls(model, code))
+        }
+        SmallModel::FencedCode => code.then(|| play.fenced_code()),
+        SmallModel::NoReturn => code.then(|| play.no_return()),
+        SmallModel::CodeAsText => code.then(|| play.code_as_text()),
+        SmallModel::RepeatsSearch => code.then(|| play.repeats_search()),
+    }
+}
+
+/// A call of `name`, whether or not the request declares it.
+fn undeclared_call(name: &str, arguments: Value) -> Action {
+    Action::Call {
+        name: name.to_string(),
+        arguments,
+    }
+}
+
+/// A `tool_search_code` call running `code`.
+fn code_call(code: String) -> Action {
+    undeclared_call("tool_search_code", json!({ "code": code }))
+}
+
+/// What a small model's moves read: the scenario, its target, its first query and the history.
+struct SmallMove<'a> {
+    scenario: &'a MockScenario,
+    target: &'a str,
+    query: String,
+    past: &'a [Past],
+}
+
+impl<'a> SmallMove<'a> {
+    fn new(scenario: &'a MockScenario, past: &'a [Past]) -> Self {
+        let target = scenario.target.as_str();
+        let query = scenario
+            .queries
+            .first()
+            .cloned()
+            .unwrap_or_else(|| target_name(target).to_string());
+        SmallMove {
+            scenario,
+            target,
+            query,
+            past,
+        }
+    }
+
+    fn not_found(&self) -> Action {
+        Action::Answer(format!(
+            "I could not find a tool named {} in the search results.",
+            target_name(self.target)
+        ))
+    }
+
+    /// The id to call: the one a next step names when it is the target, else the target among
+    /// `hits`.
+    fn wanted_id(&self, named: Option<String>, hits: Option<&Value>) -> Option<String> {
+        match named? {
+            id if id == self.target || target_name(&id) == target_name(self.target) => Some(id),
+            _ => hits
+                .and_then(|found| find_hit(found, self.target))
+                .map(str::to_string),
+        }
+    }
+
+    /// Bridge names, bare names or the structured controls: search → describe → call as tools.
+    fn controls(&self, model: SmallModel, code: bool) -> Action {
+        let (search, describe, run) = match model {
+            SmallModel::BridgeNames => (
+                "openclaw.tools.search",
+                "openclaw_tools_describe",
+                "openclaw-tools-call",
+            ),
+            SmallModel::BareNames => ("search", "describe", "call"),
+            _ if code => ("tool_search_code", "tool_describe", "tool_call"),
+            _ => ("tool_search", "tool_describe", "tool_call"),
+        };
+        let bare = model == SmallModel::BareNames;
+        let Some(found) = done(self.past, search) else {
+            let arguments = if bare {
+                json!([self.query, {"limit": 5}])
+            } else {
+                json!({"query": self.query, "limit": 5})
             };
-            let bare = model == SmallModel::BareNames;
-            let Some(found) = done(past, search) else {
-                let arguments = if bare {
-                    json!([query, {"limit": 5}])
-                } else {
-                    json!({"query": query, "limit": 5})
+            return undeclared_call(search, arguments);
+        };
+        let Some(id) = find_hit(&found, self.target) else {
+            return self.not_found();
+        };
+        if done(self.past, describe).is_none() {
+            return undeclared_call(describe, json!({"id": id}));
+        }
+        match done(self.past, run) {
+            Some(result) => answer(run, &result),
+            None if bare => undeclared_call(run, json!([id, self.scenario.arguments])),
+            None => undeclared_call(run, json!({"id": id, "args": self.scenario.arguments})),
+        }
+    }
+
+    /// The scenario's cell in a Markdown fence.
+    fn fenced_code(&self) -> Action {
+        match done(self.past, "tool_search_code") {
+            Some(result) => answer("tool_search_code", &result),
+            None => code_call(format!("```js\n{}\n```", scenario_cell(self.scenario))),
+        }
+    }
+
+    /// Cells without `return`.
+    fn no_return(&self) -> Action {
+        let cells = successful_cells(self.past);
+        match cells.as_slice() {
+            // A bare expression, awaited.
+            [] => code_call(format!(
+                "await openclaw.tools.search({})",
+                json!(self.query)
+            )),
+            // Statements, then a top-level expression that is neither awaited nor returned.
+            [found] => {
+                let Some(id) = find_hit(found, self.target) else {
+                    return self.not_found();
                 };
-                return Some(call(search, arguments));
-            };
-            let Some(id) = find_hit(&found, target) else {
-                return Some(not_found());
-            };
-            if done(past, describe).is_none() {
-                return Some(call(describe, json!({"id": id})));
+                let id = json!(id);
+                code_call(format!(
+                    "const schema = await openclaw.tools.describe({id});\nopenclaw.tools.call({id}, {})",
+                    self.scenario.arguments
+                ))
             }
-            Some(match done(past, run) {
-                Some(result) => answer(run, &result),
-                None if bare => call(run, json!([id, scenario.arguments])),
-                None => call(run, json!({"id": id, "args": scenario.arguments})),
-            })
+            [.., result] => answer("tool_search_code", result),
         }
-        SmallModel::FencedCode => {
-            if !code {
-                return None;
+    }
+
+    /// Cells written as text in a Markdown fence instead of called.
+    fn code_as_text(&self) -> Action {
+        let cells = successful_cells(self.past);
+        let fenced =
+            |body: String| Action::Answer(format!("I will run this:\n```javascript\n{body}\n```"));
+        match cells.as_slice() {
+            [] => fenced(format!(
+                "await openclaw.tools.search({})",
+                json!(self.query)
+            )),
+            [found] => {
+                // The next step says which tool to call, and how; when it names another
+                // hit than the one wanted, the model picks the wanted one from the hits.
+                let Some(id) = self.wanted_id(next_step_id(found), Some(found)) else {
+                    return self.not_found();
+                };
+                fenced(format!(
+                    "return await openclaw.tools.call({}, {});",
+                    json!(id),
+                    self.scenario.arguments
+                ))
             }
-            Some(match done(past, "tool_search_code") {
-                Some(result) => answer("tool_search_code", &result),
-                None => call(
-                    "tool_search_code",
-                    json!({"code": format!("```js\n{}\n```", scenario_cell(scenario))}),
-                ),
-            })
+            [.., result] => answer("tool_search_code", result),
         }
-        SmallModel::NoReturn => {
-            if !code {
-                return None;
-            }
-            let cells = successful_cells(past);
-            Some(match cells.as_slice() {
-                // A bare expression, awaited.
-                [] => call(
-                    "tool_search_code",
-                    json!({"code": format!("await openclaw.tools.search({})", json!(query))}),
-                ),
-                // Statements, then a top-level expression that is neither awaited nor returned.
-                [found] => {
-                    let Some(id) = find_hit(found, target) else {
-                        return Some(not_found());
-                    };
-                    let id = json!(id);
-                    call(
-                        "tool_search_code",
-                        json!({"code": format!(
-                            "const schema = await openclaw.tools.describe({id});\nopenclaw.tools.call({id}, {})",
-                            scenario.arguments
-                        )}),
-                    )
-                }
-                [.., result] => answer("tool_search_code", result),
-            })
-        }
-        SmallModel::CodeAsText => {
-            if !code {
-                return None;
-            }
-            let cells = successful_cells(past);
-            let fenced = |body: String| {
-                Action::Answer(format!("I will run this:\n```javascript\n{body}\n```"))
-            };
-            Some(match cells.as_slice() {
-                [] => fenced(format!("await openclaw.tools.search({})", json!(query))),
-                [found] => {
-                    // The next step says which tool to call, and how; when it names another
-                    // hit than the one wanted, the model picks the wanted one from the hits.
-                    let id = match next_step_id(found) {
-                        Some(id) if id == target || target_name(&id) == target_name(target) => id,
-                        Some(_) => match find_hit(found, target) {
-                            Some(id) => id.to_string(),
-                            None => return Some(not_found()),
-                        },
-                        None => return Some(not_found()),
-                    };
-                    fenced(format!(
-                        "return await openclaw.tools.call({}, {});",
-                        json!(id),
-                        scenario.arguments
-                    ))
-                }
-                [.., result] => answer("tool_search_code", result),
-            })
-        }
-        SmallModel::RepeatsSearch => {
-            if !code {
-                return None;
-            }
-            let search = json!({"code": format!(
+    }
+
+    /// The search cell sent again, then the call the answer to the repeat names.
+    fn repeats_search(&self) -> Action {
+        let cells = successful_cells(self.past);
+        let repeated = self.past.iter().rev().find_map(Past::repeated);
+        match (cells.as_slice(), repeated) {
+            ([] | [_], None) => code_call(format!(
                 "return await openclaw.tools.search({});",
-                json!(query)
-            )});
-            let cells = successful_cells(past);
-            let repeated = past.iter().rev().find_map(Past::repeated);
-            Some(match (cells.as_slice(), repeated) {
-                ([] | [_], None) => call("tool_search_code", search),
-                ([] | [_], Some(message)) => {
-                    // Only the step in the answer to the repeat says what to call.
-                    let step = json!({ "next": message });
-                    let id = match next_step_id(&step) {
-                        Some(id) if id == target || target_name(&id) == target_name(target) => id,
-                        Some(_) => match cells.first().and_then(|found| find_hit(found, target)) {
-                            Some(id) => id.to_string(),
-                            None => return Some(not_found()),
-                        },
-                        None => return Some(not_found()),
-                    };
-                    call(
-                        "tool_search_code",
-                        json!({"code": format!(
-                            "return await openclaw.tools.call({}, {});",
-                            json!(id),
-                            scenario.arguments
-                        )}),
-                    )
-                }
-                ([.., result], _) => answer("tool_search_code", result),
-            })
+                json!(self.query)
+            )),
+            ([] | [_], Some(message)) => {
+                // Only the step in the answer to the repeat says what to call.
+                let step = json!({ "next": message });
+                let Some(id) = self.wanted_id(next_step_id(&step), cells.first()) else {
+                    return self.not_found();
+                };
+                code_call(format!(
+                    "return await openclaw.tools.call({}, {});",
+                    json!(id),
+                    self.scenario.arguments
+                ))
+            }
+            ([.., result], _) => answer("tool_search_code", result),
         }
     }
 }

@@ -510,28 +510,59 @@ fn loadavg() -> Value {
     json!(parts)
 }
 
-async fn run(args: &BenchServeArgs) -> Result<Value> {
-    crate::mcp::install_tls_provider();
-    let clients = args.clients.clamp(1, MAX_CLIENTS);
-    let duration = Duration::from_secs_f64(args.duration_secs.clamp(0.1, MAX_PHASE.as_secs_f64()));
-    let soak_cells = args.soak_cells.min(MAX_SOAK_CELLS);
-    let soak_limit = Duration::from_secs(args.soak_max_secs.clamp(1, 3_600));
-    let load_before = loadavg();
+/// The run's bounds, clamped.
+struct Plan {
+    clients: usize,
+    duration: Duration,
+    soak_cells: usize,
+    soak_limit: Duration,
+}
 
-    // Tools mode: searches alone, then search → describe → call chains.
+impl Plan {
+    fn of(args: &BenchServeArgs) -> Plan {
+        Plan {
+            clients: args.clients.clamp(1, MAX_CLIENTS),
+            duration: Duration::from_secs_f64(
+                args.duration_secs.clamp(0.1, MAX_PHASE.as_secs_f64()),
+            ),
+            soak_cells: args.soak_cells.min(MAX_SOAK_CELLS),
+            soak_limit: Duration::from_secs(args.soak_max_secs.clamp(1, 3_600)),
+        }
+    }
+}
+
+/// The reports of the tools-mode server.
+struct ToolsRun {
+    searches: Value,
+    chain: Value,
+    /// Sessionless, then with sessions.
+    rmcp_searches: Vec<Value>,
+    state: Value,
+}
+
+/// The reports of the code-mode server.
+struct CodeRun {
+    cells: Value,
+    soak: Option<Value>,
+    state: Value,
+}
+
+/// Tools mode: searches alone, then search → describe → call chains, then the searches again
+/// from rmcp's client.
+async fn tools_mode(plan: &Plan) -> Result<ToolsRun> {
     let tools = Server::start("tools")?;
-    let tools_before = warm_up(&tools, &[Op::Search, Op::Describe, Op::Call]).await?;
-    let conns = connect(&tools, clients, ClientKind::Lean).await?;
-    let (mut searches, search_secs) = phase(&conns, &[Op::Search], duration).await;
+    let before = warm_up(&tools, &[Op::Search, Op::Describe, Op::Call]).await?;
+    let conns = connect(&tools, plan.clients, ClientKind::Lean).await?;
+    let (mut searches, search_secs) = phase(&conns, &[Op::Search], plan.duration).await;
     let (mut chain, chain_secs) =
-        phase(&conns, &[Op::Search, Op::Describe, Op::Call], duration).await;
+        phase(&conns, &[Op::Search, Op::Describe, Op::Call], plan.duration).await;
     disconnect(conns).await;
     // The same searches from rmcp's client, as an application would run it: sessionless, then
     // with the legacy lifecycle (a session, answers on event streams).
     let mut rmcp_searches = Vec::new();
     for kind in [ClientKind::RmcpSessionless, ClientKind::RmcpSessions] {
-        let conns = connect(&tools, clients, kind).await?;
-        let (mut samples, secs) = phase(&conns, &[Op::Search], duration).await;
+        let conns = connect(&tools, plan.clients, kind).await?;
+        let (mut samples, secs) = phase(&conns, &[Op::Search], plan.duration).await;
         disconnect(conns).await;
         let mut report = samples[0].report(secs);
         if let Value::Object(map) = &mut report {
@@ -539,110 +570,137 @@ async fn run(args: &BenchServeArgs) -> Result<Value> {
         }
         rmcp_searches.push(report);
     }
-    let tools_after = settle(tools.pid(), tools_before).await;
+    let after = settle(tools.pid(), before).await;
     tools.stop()?;
+    Ok(ToolsRun {
+        searches: searches[0].report(search_secs),
+        chain: json!({
+            "search": chain[0].report(chain_secs),
+            "describe": chain[1].report(chain_secs),
+            "call": chain[2].report(chain_secs),
+            "chains_per_sec": round1(chain[2].micros.len() as f64 / chain_secs.max(1e-9)),
+        }),
+        rmcp_searches,
+        state: state_json(before, after),
+    })
+}
 
-    // Code mode: cells from every client, then the soak on one.
+/// Code mode: cells from every client, then the soak on one.
+async fn code_mode(plan: &Plan) -> Result<CodeRun> {
     let code = Server::start("code")?;
-    let code_before = warm_up(&code, &[Op::Cell]).await?;
-    let conns = connect(&code, clients, ClientKind::Lean).await?;
-    let (mut cells, cell_secs) = phase(&conns, &[Op::Cell], duration).await;
+    let before = warm_up(&code, &[Op::Cell]).await?;
+    let conns = connect(&code, plan.clients, ClientKind::Lean).await?;
+    let (mut cells, cell_secs) = phase(&conns, &[Op::Cell], plan.duration).await;
     disconnect(conns).await;
-    let code_after = settle(code.pid(), code_before).await;
-    let soak = if soak_cells > 0 {
-        let client = code.client(ClientKind::Lean).await?;
-        let before = proc_state(code.pid());
-        let started = Instant::now();
-        let mut samples = Samples::default();
-        let mut done = 0;
-        while done < soak_cells && started.elapsed() < soak_limit {
-            timed(&client, Op::Cell, done, &mut samples).await;
-            done += 1;
-        }
-        let secs = started.elapsed().as_secs_f64();
-        disconnect(vec![client]).await;
-        let after = settle(code.pid(), code_before).await;
-        let mut report = samples.report(secs);
-        if let Value::Object(map) = &mut report {
-            map.insert("cells_asked".into(), json!(soak_cells));
-            map.insert("secs".into(), json!(round3(secs)));
-            map.insert("rss_before_kib".into(), json!(before.rss_kib));
-            map.insert("rss_after_kib".into(), json!(after.rss_kib));
-            map.insert(
-                "rss_growth_kib".into(),
-                json!(after.rss_kib - before.rss_kib),
-            );
-            map.insert("fds_before".into(), json!(code_before.fds));
-            map.insert("fds_after".into(), json!(after.fds));
-            map.insert("live_workers_after".into(), json!(after.workers));
-            map.insert(
-                "leaked_fds".into(),
-                json!((after.fds - code_before.fds).max(0)),
-            );
-            map.insert(
-                "leaked_workers".into(),
-                json!((after.workers - code_before.workers).max(0)),
-            );
-        }
-        Some(report)
+    let after = settle(code.pid(), before).await;
+    let soak = if plan.soak_cells > 0 {
+        Some(soak(&code, before, plan).await?)
     } else {
         None
     };
     code.stop()?;
+    Ok(CodeRun {
+        cells: cells[0].report(cell_secs),
+        soak,
+        state: state_json(before, after),
+    })
+}
 
-    let searches_report = searches[0].report(search_secs);
-    let cells_report = cells[0].report(cell_secs);
-    let chain_report = json!({
-        "search": chain[0].report(chain_secs),
-        "describe": chain[1].report(chain_secs),
-        "call": chain[2].report(chain_secs),
-        "chains_per_sec": round1(chain[2].micros.len() as f64 / chain_secs.max(1e-9)),
-    });
-    let tools_state = state_json(tools_before, tools_after);
-    let code_state = state_json(code_before, code_after);
+/// Consecutive cells on one client, compared with the server's settled `baseline`.
+async fn soak(code: &Server, baseline: ProcState, plan: &Plan) -> Result<Value> {
+    let client = code.client(ClientKind::Lean).await?;
+    let before = proc_state(code.pid());
+    let started = Instant::now();
+    let mut samples = Samples::default();
+    let mut done = 0;
+    while done < plan.soak_cells && started.elapsed() < plan.soak_limit {
+        timed(&client, Op::Cell, done, &mut samples).await;
+        done += 1;
+    }
+    let secs = started.elapsed().as_secs_f64();
+    disconnect(vec![client]).await;
+    let after = settle(code.pid(), baseline).await;
+    let mut report = samples.report(secs);
+    if let Value::Object(map) = &mut report {
+        map.insert("cells_asked".into(), json!(plan.soak_cells));
+        map.insert("secs".into(), json!(round3(secs)));
+        map.insert("rss_before_kib".into(), json!(before.rss_kib));
+        map.insert("rss_after_kib".into(), json!(after.rss_kib));
+        map.insert(
+            "rss_growth_kib".into(),
+            json!(after.rss_kib - before.rss_kib),
+        );
+        map.insert("fds_before".into(), json!(baseline.fds));
+        map.insert("fds_after".into(), json!(after.fds));
+        map.insert("live_workers_after".into(), json!(after.workers));
+        map.insert(
+            "leaked_fds".into(),
+            json!((after.fds - baseline.fds).max(0)),
+        );
+        map.insert(
+            "leaked_workers".into(),
+            json!((after.workers - baseline.workers).max(0)),
+        );
+    }
+    Ok(report)
+}
+
+async fn run(args: &BenchServeArgs) -> Result<Value> {
+    crate::mcp::install_tls_provider();
+    let plan = Plan::of(args);
+    let load_before = loadavg();
+    let tools = tools_mode(&plan).await?;
+    let code = code_mode(&plan).await?;
+    Ok(summary(&plan, load_before, &tools, &code))
+}
+
+/// The whole report: every phase, the servers' states, error and leak totals, the targets.
+fn summary(plan: &Plan, load_before: Value, tools: &ToolsRun, code: &CodeRun) -> Value {
+    let soak = &code.soak;
     let leaked = |key: &str| -> i64 {
         [
-            tools_state[key].as_i64(),
-            code_state[key].as_i64(),
+            tools.state[key].as_i64(),
+            code.state[key].as_i64(),
             soak.as_ref().and_then(|s| s[key].as_i64()),
         ]
         .into_iter()
         .flatten()
         .sum()
     };
-    let searches_per_sec = searches_report["per_sec"].as_f64().unwrap_or(0.0);
-    let cells_per_sec = cells_report["per_sec"].as_f64().unwrap_or(0.0);
+    let searches_per_sec = tools.searches["per_sec"].as_f64().unwrap_or(0.0);
+    let cells_per_sec = code.cells["per_sec"].as_f64().unwrap_or(0.0);
     let growth = soak.as_ref().and_then(|s| s["rss_growth_kib"].as_i64());
-    let errors = searches_report["errors"].as_u64().unwrap_or(0)
-        + rmcp_searches
+    let errors = tools.searches["errors"].as_u64().unwrap_or(0)
+        + tools
+            .rmcp_searches
             .iter()
             .map(|r| r["errors"].as_u64().unwrap_or(0))
             .sum::<u64>()
-        + cells_report["errors"].as_u64().unwrap_or(0)
+        + code.cells["errors"].as_u64().unwrap_or(0)
         + ["search", "describe", "call"]
             .iter()
-            .map(|k| chain_report[k]["errors"].as_u64().unwrap_or(0))
+            .map(|k| tools.chain[k]["errors"].as_u64().unwrap_or(0))
             .sum::<u64>()
         + soak
             .as_ref()
             .map_or(0, |s| s["errors"].as_u64().unwrap_or(0));
-    Ok(json!({
+    json!({
         "machine": {
             "cpus": std::thread::available_parallelism().map_or(0, std::num::NonZero::get),
             "loadavg_before": load_before,
             "loadavg_after": loadavg(),
         },
-        "clients": clients,
-        "duration_secs": duration.as_secs_f64(),
+        "clients": plan.clients,
+        "duration_secs": plan.duration.as_secs_f64(),
         "cell": CELL,
         "client": ClientKind::Lean.name(),
-        "searches": searches_report,
-        "searches_rmcp_sessionless": rmcp_searches[0],
-        "searches_rmcp_sessions": rmcp_searches[1],
-        "chain": chain_report,
-        "cells": cells_report,
+        "searches": tools.searches,
+        "searches_rmcp_sessionless": tools.rmcp_searches[0],
+        "searches_rmcp_sessions": tools.rmcp_searches[1],
+        "chain": tools.chain,
+        "cells": code.cells,
         "soak": soak,
-        "servers": {"tools": tools_state, "code": code_state},
+        "servers": {"tools": tools.state, "code": code.state},
         "errors": errors,
         "leaked_workers": leaked("leaked_workers"),
         "leaked_fds": leaked("leaked_fds"),
@@ -654,7 +712,7 @@ async fn run(args: &BenchServeArgs) -> Result<Value> {
             "soak_rss_growth_kib": {"target": TARGET_SOAK_RSS_GROWTH_KIB, "measured": growth,
                                     "met": growth.map(|g| g <= TARGET_SOAK_RSS_GROWTH_KIB)},
         },
-    }))
+    })
 }
 
 pub(crate) fn bench_serve(args: BenchServeArgs) -> Result<ExitCode> {

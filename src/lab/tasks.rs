@@ -36,11 +36,12 @@ use crate::mcp::{UpstreamStatus, Upstreams};
 use crate::policy::Policy;
 use crate::session::Session;
 
-use super::mock::{MockProvider, MockScenario, MockStep, SmallModel};
+use super::mock::MockProvider;
 use super::payload::BenchError;
 use super::scenario::{
     TARGET_FIELD, TARGET_NAME, fresh_nonce, release_order_schema, synthetic_tools,
 };
+use super::script::{MockScenario, MockStep, SmallModel};
 use super::stub_mcp::{self, LISTINGS, unix_ms};
 use crate::sync::Locked;
 

@@ -416,53 +416,95 @@ impl InFlight {
                 "the MCP client that made the call did not declare the {capability} capability"
             )));
         }
-        if let Some(rounds) = &caller.rounds {
-            let (answer, answered) = oneshot::channel();
-            let pending = Pending {
-                request: ask.input_request(),
-                answer,
-            };
-            let asked_and_answered = async {
-                if rounds.send(pending).await.is_err() {
-                    return None;
-                }
-                Some(answered.await)
-            };
-            let answer = tokio::select! {
-                answer = asked_and_answered => match answer {
-                    Some(answer) => answer,
-                    None => return Err(refused("the tool call it was sent for ended".into())),
-                },
-                _ = tokio::time::sleep(timeout) => {
-                    return Err(refused(format!(
-                        "the client did not retry its call with the answer within {} ms (the \
-                         server's callTimeoutMs)",
-                        timeout.as_millis()
-                    )));
-                }
-                _ = ended.cancelled() => {
-                    return Err(refused("the tool call it was sent for ended".into()));
-                }
-                _ = cancelled.cancelled() => return Err(refused("the server cancelled it".into())),
-            };
-            return match answer {
-                Ok(answer) => ask.answer(answer).map_err(|e| {
-                    refused(format!(
-                        "the client's answer is not a {method} result ({e})"
-                    ))
-                }),
-                Err(_) => Err(refused(
-                    "the client retried its call without answering it".into(),
-                )),
-            };
+        let asking = Asking {
+            server,
+            method,
+            ended,
+            cancelled,
+            timeout,
+        };
+        match &caller.rounds {
+            Some(rounds) => asking.in_round(rounds, &ask).await,
+            None => asking.in_request(&caller, ask).await,
         }
+    }
+}
+
+/// One request being put to a caller: who asked, and what ends the wait for its answer.
+struct Asking<'a> {
+    server: &'a str,
+    method: &'static str,
+    /// Cancelled when the call it was sent for ends.
+    ended: CancellationToken,
+    /// Cancelled when the server cancels the request.
+    cancelled: &'a CancellationToken,
+    timeout: Duration,
+}
+
+impl Asking<'_> {
+    /// The request refused, and `why`.
+    fn refused(&self, why: String) -> ErrorData {
+        refusal(self.method, self.server, &why)
+    }
+
+    /// Queues `ask` for the caller's retry (a client without requests from its server) and
+    /// waits for the answer the retry carries.
+    async fn in_round(
+        &self,
+        rounds: &mpsc::Sender<Pending>,
+        ask: &Ask,
+    ) -> Result<Answer, ErrorData> {
+        let (answer, answered) = oneshot::channel();
+        let pending = Pending {
+            request: ask.input_request(),
+            answer,
+        };
+        let asked_and_answered = async {
+            if rounds.send(pending).await.is_err() {
+                return None;
+            }
+            Some(answered.await)
+        };
+        let answer = tokio::select! {
+            answer = asked_and_answered => match answer {
+                Some(answer) => answer,
+                None => return Err(self.refused("the tool call it was sent for ended".into())),
+            },
+            _ = tokio::time::sleep(self.timeout) => {
+                return Err(self.refused(format!(
+                    "the client did not retry its call with the answer within {} ms (the \
+                     server's callTimeoutMs)",
+                    self.timeout.as_millis()
+                )));
+            }
+            _ = self.ended.cancelled() => {
+                return Err(self.refused("the tool call it was sent for ended".into()));
+            }
+            _ = self.cancelled.cancelled() => {
+                return Err(self.refused("the server cancelled it".into()))
+            }
+        };
+        match answer {
+            Ok(answer) => ask.answer(answer).map_err(|e| {
+                self.refused(format!(
+                    "the client's answer is not a {} result ({e})",
+                    self.method
+                ))
+            }),
+            Err(_) => Err(self.refused("the client retried its call without answering it".into())),
+        }
+    }
+
+    /// Sends `ask` to the caller as a request on its call's response stream and waits for
+    /// the answer; the request is cancelled at the client when the wait is given up.
+    async fn in_request(&self, caller: &Caller, ask: Ask) -> Result<Answer, ErrorData> {
         let mut options = PeerRequestOptions::no_options();
-        options.timeout = Some(timeout);
+        options.timeout = Some(self.timeout);
         let handle = caller
             .peer
             .send_request_with_option(ask.request(&caller.request), options)
             .await
-            .map_err(|e| refused(format!("the client could not be reached ({e})")))?;
+            .map_err(|e| self.refused(format!("the client could not be reached ({e})")))?;
         let (peer, id) = (handle.peer.clone(), handle.id.clone());
         let cancel = |reason: &str| {
             let (peer, id, reason) = (peer.clone(), id.clone(), reason.to_string());
@@ -474,27 +516,27 @@ impl InFlight {
         };
         let answer = tokio::select! {
             answer = handle.await_response() => answer,
-            _ = ended.cancelled() => {
+            _ = self.ended.cancelled() => {
                 cancel("the tool call it was asked for ended");
-                return Err(refused("the tool call it was sent for ended".into()));
+                return Err(self.refused("the tool call it was sent for ended".into()));
             }
-            _ = cancelled.cancelled() => {
+            _ = self.cancelled.cancelled() => {
                 cancel("the MCP server that asked cancelled it");
-                return Err(refused("the server cancelled it".into()));
+                return Err(self.refused("the server cancelled it".into()));
             }
         };
         match answer {
             Ok(ClientResult::CreateMessageResult(result)) => Ok(Answer::Sampling(*result)),
             Ok(ClientResult::ElicitResult(result)) => Ok(Answer::Elicitation(result)),
             Ok(ClientResult::ListRootsResult(result)) => Ok(Answer::Roots(result)),
-            Ok(_) => Err(refused("the client answered with something else".into())),
+            Ok(_) => Err(self.refused("the client answered with something else".into())),
             // The client's own error goes back as it is.
             Err(ServiceError::McpError(error)) => Err(error),
-            Err(ServiceError::Timeout { timeout }) => Err(refused(format!(
+            Err(ServiceError::Timeout { timeout }) => Err(self.refused(format!(
                 "the client did not answer within {} ms (the server's callTimeoutMs)",
                 timeout.as_millis()
             ))),
-            Err(e) => Err(refused(format!("the client could not be reached ({e})"))),
+            Err(e) => Err(self.refused(format!("the client could not be reached ({e})"))),
         }
     }
 }

@@ -103,6 +103,10 @@ enum Line {
     Eof,
 }
 
+/// An answer to the `tools/list` request with this id: left undecoded, the line's text is
+/// handed to the lister.
+struct ToolsListAnswer(RequestId);
+
 impl<R, W> StdioClient<R, W>
 where
     R: AsyncRead + Unpin + Send + 'static,
@@ -167,9 +171,32 @@ where
         } else {
             0
         };
-        let bytes = &line[start..];
+        let message = match self.decode_text(&line[start..]) {
+            Ok(message) => message,
+            Err(ToolsListAnswer(id)) => {
+                // Handed over as text: the lister reads it entry by entry.
+                line.drain(..start);
+                let Ok(text) = String::from_utf8(line) else {
+                    return (None, None);
+                };
+                return (
+                    Some(JsonRpcMessage::Response(JsonRpcResponse {
+                        jsonrpc: JsonRpcVersion2_0,
+                        id,
+                        result: ServerResult::CustomResult(CustomResult::new(Value::String(text))),
+                    })),
+                    None,
+                );
+            }
+        };
+        (message, Some(line))
+    }
+
+    /// The message the bytes of one line (without its terminator and byte-order mark) carry,
+    /// if any.
+    fn decode_text(&self, bytes: &[u8]) -> Result<Option<ServerJsonRpcMessage>, ToolsListAnswer> {
         if bytes.iter().all(u8::is_ascii_whitespace) {
-            return (None, Some(line));
+            return Ok(None);
         }
         let text = match std::str::from_utf8(bytes) {
             Ok(text) => text,
@@ -182,13 +209,12 @@ where
                     bytes.len()
                 );
                 let lossy = String::from_utf8_lossy(bytes);
-                let message = self.refuse(&lossy, reason);
-                return (message, Some(line));
+                return Ok(self.refuse(&lossy, reason));
             }
         };
         let Ok(envelope) = serde_json::from_str::<Envelope<'_>>(text) else {
             tracing::debug!(server = %self.peer, "skipping a line that is not a JSON-RPC message");
-            return (None, Some(line));
+            return Ok(None);
         };
         let depth = nesting(text.as_bytes());
         let is_answer =
@@ -197,19 +223,36 @@ where
             .id
             .and_then(|raw| serde_json::from_str::<RequestId>(raw.get()).ok());
         let (Some(id), true) = (id.clone(), is_answer) else {
-            // A request or a notification of the server's.
-            if depth > MAX_MCP_MESSAGE_DEPTH || text.len() > MAX_UNTYPED_MESSAGE_BYTES {
-                tracing::warn!(
-                    "{} sent a request or notification of {} bytes nested {depth} levels deep, past \
-                     MAX_UNTYPED_MESSAGE_BYTES ({MAX_UNTYPED_MESSAGE_BYTES}) or \
-                     MAX_MCP_MESSAGE_DEPTH ({MAX_MCP_MESSAGE_DEPTH}); it was dropped",
-                    self.peer,
-                    text.len()
-                );
-                return (None, Some(line));
-            }
-            return (generic(text, &self.peer), Some(line));
+            return Ok(self.server_message(text, depth));
         };
+        self.decode_answer(text, &envelope, id, depth)
+    }
+
+    /// A request or a notification of the server's (`text`, nested `depth` levels deep);
+    /// dropped with a warning past the bounds.
+    fn server_message(&self, text: &str, depth: usize) -> Option<ServerJsonRpcMessage> {
+        if depth > MAX_MCP_MESSAGE_DEPTH || text.len() > MAX_UNTYPED_MESSAGE_BYTES {
+            tracing::warn!(
+                "{} sent a request or notification of {} bytes nested {depth} levels deep, past \
+                 MAX_UNTYPED_MESSAGE_BYTES ({MAX_UNTYPED_MESSAGE_BYTES}) or \
+                 MAX_MCP_MESSAGE_DEPTH ({MAX_MCP_MESSAGE_DEPTH}); it was dropped",
+                self.peer,
+                text.len()
+            );
+            return None;
+        }
+        generic(text, &self.peer)
+    }
+
+    /// The answer `text` (its `envelope`, nested `depth` levels deep) to the request `id`,
+    /// parsed as that request expects.
+    fn decode_answer(
+        &self,
+        text: &str,
+        envelope: &Envelope<'_>,
+        id: RequestId,
+        depth: usize,
+    ) -> Result<Option<ServerJsonRpcMessage>, ToolsListAnswer> {
         let expect = lock(&self.expected).remove(&id);
         if let Some(error) = envelope.error {
             let message = match serde_json::from_str::<ErrorData>(error.get()) {
@@ -226,7 +269,7 @@ where
                     ),
                 ),
             };
-            return (Some(message), Some(line));
+            return Ok(Some(message));
         }
         if expect != Some(Expect::ToolsList) && depth > MAX_MCP_MESSAGE_DEPTH {
             let message = self.error_for(
@@ -238,27 +281,14 @@ where
                     self.peer
                 ),
             );
-            return (Some(message), Some(line));
+            return Ok(Some(message));
         }
         let Some(result) = envelope.result else {
-            return (None, Some(line));
-        };
-        let typed = |result: Result<ServerResult, serde_json::Error>, what: &str| match result {
-            Ok(result) => JsonRpcMessage::Response(JsonRpcResponse {
-                jsonrpc: JsonRpcVersion2_0,
-                id: id.clone(),
-                result,
-            }),
-            Err(e) => self.error_for(
-                id.clone(),
-                format!(
-                    "{} answered {what} with a malformed result ({e})",
-                    self.peer
-                ),
-            ),
+            return Ok(None);
         };
         let message = match expect {
-            Some(Expect::ToolsCall) => typed(
+            Some(Expect::ToolsCall) => self.typed(
+                id,
                 serde_json::from_str::<CallToolResult>(result.get())
                     .map(ServerResult::CallToolResult)
                     .or_else(|e| {
@@ -269,32 +299,19 @@ where
                     }),
                 "tools/call",
             ),
-            Some(Expect::ResourcesRead) => typed(
+            Some(Expect::ResourcesRead) => self.typed(
+                id,
                 serde_json::from_str::<ReadResourceResult>(result.get())
                     .map(ServerResult::ReadResourceResult),
                 "resources/read",
             ),
-            Some(Expect::Initialize) => typed(
+            Some(Expect::Initialize) => self.typed(
+                id,
                 serde_json::from_str::<InitializeResult>(result.get())
                     .map(ServerResult::InitializeResult),
                 "initialize",
             ),
-            Some(Expect::ToolsList) => {
-                // Handed over as text: the lister reads it entry by entry.
-                let id = id.clone();
-                line.drain(..start);
-                let Ok(text) = String::from_utf8(line) else {
-                    return (None, None);
-                };
-                return (
-                    Some(JsonRpcMessage::Response(JsonRpcResponse {
-                        jsonrpc: JsonRpcVersion2_0,
-                        id,
-                        result: ServerResult::CustomResult(CustomResult::new(Value::String(text))),
-                    })),
-                    None,
-                );
-            }
+            Some(Expect::ToolsList) => return Err(ToolsListAnswer(id)),
             None if text.len() > MAX_UNTYPED_MESSAGE_BYTES => self.error_for(
                 id,
                 format!(
@@ -313,7 +330,31 @@ where
                 ),
             },
         };
-        (Some(message), Some(line))
+        Ok(Some(message))
+    }
+
+    /// The answer to `what` (request `id`) with its parsed `result`, or the error naming why
+    /// it is malformed.
+    fn typed(
+        &self,
+        id: RequestId,
+        result: Result<ServerResult, serde_json::Error>,
+        what: &str,
+    ) -> ServerJsonRpcMessage {
+        match result {
+            Ok(result) => JsonRpcMessage::Response(JsonRpcResponse {
+                jsonrpc: JsonRpcVersion2_0,
+                id,
+                result,
+            }),
+            Err(e) => self.error_for(
+                id,
+                format!(
+                    "{} answered {what} with a malformed result ({e})",
+                    self.peer
+                ),
+            ),
+        }
     }
 
     /// The error answering the request a message that broke a bound was for (found from the

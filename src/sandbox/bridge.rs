@@ -6,6 +6,8 @@
 //! guest never awaited never reaches [`Bridge::invoke`]; when the cell settles abnormally the
 //! future returned by `invoke` is dropped (cancelled).
 
+use crate::catalog::ToolError;
+
 /// The operations a guest can ask of the host: `openclaw.tools.search/describe/call`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -29,42 +31,6 @@ impl BridgeOp {
     }
 }
 
-/// Why a bridge call failed: the coarse kind (so a guest, a log or an adapter can tell an upstream
-/// outage from a bad argument) and the message the guest's `Error` carries.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{message}")]
-pub struct BridgeError {
-    /// What kind of failure.
-    pub kind: crate::catalog::FailureKind,
-    /// Exactly the `message` of the `Error` the guest's promise rejects with.
-    pub message: String,
-}
-
-impl BridgeError {
-    /// A failure of `kind`.
-    #[cold]
-    pub fn new(kind: crate::catalog::FailureKind, message: impl Into<String>) -> Self {
-        BridgeError {
-            kind,
-            message: message.into(),
-        }
-    }
-}
-
-impl From<String> for BridgeError {
-    /// A plain message is a tool failure.
-    fn from(message: String) -> Self {
-        BridgeError::new(crate::catalog::FailureKind::ToolFailed, message)
-    }
-}
-
-impl From<&str> for BridgeError {
-    /// A plain message is a tool failure.
-    fn from(message: &str) -> Self {
-        BridgeError::from(message.to_owned())
-    }
-}
-
 /// The one narrow way a cell reaches the host. The gateway implements it.
 ///
 /// Calls of one cell may overlap (`Promise.all`): `invoke` is polled concurrently for each of them,
@@ -72,7 +38,9 @@ impl From<&str> for BridgeError {
 /// (error, timeout, kill) is dropped, which cancels it.
 #[async_trait::async_trait]
 pub trait Bridge: Send + Sync + 'static {
-    /// Runs one bridge call.
+    /// Runs one bridge call. A failure is a [`ToolError`]: its kind lets a guest, a log or an
+    /// adapter tell an upstream outage from a bad argument, and its message is exactly the
+    /// `message` of the `Error` the guest's promise rejects with.
     ///
     /// `args` is the JSON array of the JS arguments as passed (`undefined` → `null`; values that
     /// JSON cannot carry become strings via `String()`).
@@ -82,5 +50,5 @@ pub trait Bridge: Send + Sync + 'static {
         &self,
         op: BridgeOp,
         args: serde_json::Value,
-    ) -> Result<serde_json::Value, BridgeError>;
+    ) -> Result<serde_json::Value, ToolError>;
 }

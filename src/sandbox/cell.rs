@@ -446,101 +446,46 @@ impl CellRun<'_> {
             solo,
             traced_from,
         } = self;
-        let cap = limits.frame_bytes;
-        let mut out = Vec::with_capacity(code.len() + 128);
-        let run = HostFrame::Run(RunCell {
-            code: code.to_owned(),
-            timeout_ms: u64::try_from(timeout.as_millis()).unwrap_or(u64::MAX),
-            trace: traced_from.is_some(),
-            cpu: protocol::current_cpu(),
-        });
-        if protocol::encode(&run, &mut out).is_err() || out.len() > cap + protocol::HEADER {
+        let Some(out) = run_frame(code, timeout, traced_from.is_some(), limits.frame_bytes) else {
             return CellResult::failed(
                 Outcome::LimitExceeded {
                     limit: LimitKind::CodeBytes,
                 },
                 telemetry,
             );
-        }
+        };
         let sent_at = Instant::now();
         let deadline = tokio::time::Instant::from_std(sent_at + timeout);
-        let mut out_pos = 0usize;
-        let mut inflight = InFlight::default();
-        let mut inbuf = std::mem::take(&mut worker.inbuf);
         let sleep = tokio::time::sleep_until(deadline);
         tokio::pin!(sleep);
-        let fd = worker.stream.as_raw_fd();
-        let (mut rd, mut wr) = worker.stream.split();
-
-        let mut state = Frames {
-            cap,
-            calls: 0,
-            last_id: 0,
-            max_calls: limits.bridge_calls,
-            trace: traced_from.map(|submit| HostTrace {
-                submit,
-                cpu: protocol::current_cpu(),
-                ..HostTrace::default()
-            }),
-            peer_cpu: solo.and_then(|s| s.worker_cpu),
-            peer_seen: Instant::now(),
+        let mut x = Exchange {
+            out,
+            out_pos: 0,
+            inflight: InFlight::default(),
+            inbuf: std::mem::take(&mut worker.inbuf),
+            frames: Frames {
+                cap: limits.frame_bytes,
+                calls: 0,
+                last_id: 0,
+                max_calls: limits.bridge_calls,
+                trace: traced_from.map(|submit| HostTrace {
+                    submit,
+                    cpu: protocol::current_cpu(),
+                    ..HostTrace::default()
+                }),
+                peer_cpu: solo.and_then(|s| s.worker_cpu),
+                peer_seen: Instant::now(),
+            },
+            bridge,
+            spin: solo.map(|s| s.spin),
+            worker_window: solo.map_or(Duration::ZERO, |s| s.worker_window),
+            spin_from: sent_at,
+            fd: worker.stream.as_raw_fd(),
         };
-        let spin = solo.map(|s| s.spin);
-        let worker_window = solo.map_or(Duration::ZERO, |s| s.worker_window);
-        // The worker answers fastest right after it was sent something; sleeping in the reactor and
-        // being woken costs tens of microseconds per hop on a virtualized host. So a solo cell's task
-        // waits on the socket itself for a short window after each exchange, and only then in the
-        // reactor: it polls with direct non-blocking reads while the worker runs on another CPU, and
-        // sleeps in `ppoll` otherwise (polling there would hold the very CPU the worker needs; see
-        // `PollWhen`). It does not yield while polling: on Tokio's multi-threaded runtime every yield
-        // wakes a parked worker thread to steal the task, and on a 2-vCPU host that thread lands on
-        // the sandbox worker's CPU and preempts it (measured with `perf sched`). The cost is bounded:
-        // at most one window of one runtime thread per exchange, and only while no other cell is in
-        // flight.
-        let mut spin_from = sent_at;
+        let (mut rd, mut wr) = worker.stream.split();
         let end = 'cell: loop {
-            if let Some(spin) = spin
-                && out_pos >= out.len()
-                && inflight.0.is_empty()
-            {
-                let window = spin.window(state.peer_cpu);
-                // With the worker on another CPU, poll; otherwise (same CPU, or unknown) sleep on the
-                // socket itself, which hands the CPU to the worker at once and is woken by its write
-                // without the runtime's park and unpark (see `Spin::window`).
-                let sleep_for = match spin.when {
-                    PollWhen::PeerOnOtherCpu if window.is_zero() => {
-                        Duration::from_micros(u64::from(spin.micros))
-                            .saturating_sub(spin_from.elapsed())
-                    }
-                    _ => Duration::ZERO,
-                };
-                while spin_from.elapsed() < window && reserve(&mut inbuf) {
-                    match read_now(fd, &mut inbuf) {
-                        Ok(0) => break,
-                        Ok(_) => {
-                            if let Some(end) = state.take_frames(&mut inbuf, &bridge, &mut inflight)
-                            {
-                                break 'cell end;
-                            }
-                            spin_from = Instant::now();
-                            break;
-                        }
-                        Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
-                            std::hint::spin_loop();
-                        }
-                        Err(_) => break,
-                    }
-                }
-                if !sleep_for.is_zero()
-                    && reserve(&mut inbuf)
-                    && readable_within(fd, sleep_for)
-                    && matches!(read_now(fd, &mut inbuf), Ok(n) if n > 0)
-                {
-                    if let Some(end) = state.take_frames(&mut inbuf, &bridge, &mut inflight) {
-                        break 'cell end;
-                    }
-                    spin_from = Instant::now();
-                }
+            if let Some(end) = x.wait_solo() {
+                break 'cell end;
             }
             tokio::select! {
                 biased;
@@ -550,7 +495,7 @@ impl CellRun<'_> {
                     break 'cell End::Outcome(Outcome::Timeout);
                 }
                 // `read_buf` is cancel-safe and fills spare capacity without zeroing it first.
-                read = rd.read_buf(&mut inbuf), if reserve(&mut inbuf) => {
+                read = rd.read_buf(&mut x.inbuf), if reserve(&mut x.inbuf) => {
                     match read {
                         Ok(0) | Err(_) => {
                             // Bounded by the cell's deadline too: a stopped zygote never reports.
@@ -561,57 +506,173 @@ impl CellRun<'_> {
                         }
                         Ok(_) => {}
                     }
-                    if let Some(end) = state.take_frames(&mut inbuf, &bridge, &mut inflight) {
+                    if let Some(end) = x.read_frames() {
                         break 'cell end;
                     }
-                    spin_from = Instant::now();
                 }
-                written = wr.write(&out[out_pos..]), if out_pos < out.len() => {
-                    match written {
-                        Ok(n) => {
-                            out_pos += n;
-                            if out_pos == out.len() {
-                                out.clear();
-                                out_pos = 0;
-                            }
-                        }
-                        // The worker is gone; the read side reports how.
-                        Err(_) => {
-                            out.clear();
-                            out_pos = 0;
-                        }
-                    }
+                written = wr.write(&x.out[x.out_pos..]), if x.out_pos < x.out.len() => {
+                    x.wrote(written);
                 }
-                (id, result) = inflight.next(), if !inflight.0.is_empty() => {
-                    // A worker left waiting longer than its own window went to sleep: where the reply
-                    // wakes it is the scheduler's choice (often this CPU, which polling would then
-                    // hold), so it counts as unknown until its next frame.
-                    if state.peer_seen.elapsed() > worker_window {
-                        state.peer_cpu = None;
-                    }
-                    encode_reply(id, result, cap, protocol::current_cpu(), &mut out);
-                    // Stamped when the reply is ready to go: the write follows at once.
-                    if let Some(call) = state.trace.as_mut().and_then(|t| t.call(id)) {
-                        call[1] = mono_ns();
-                    }
-                    spin_from = Instant::now();
+                (id, result) = x.inflight.next(), if !x.inflight.0.is_empty() => {
+                    x.reply(id, result);
                 }
             }
         };
+        let Exchange {
+            inflight, frames, ..
+        } = x;
         drop(inflight);
         worker.process.kill();
         telemetry.worker_pid = worker.process.pid;
         telemetry.run_ms = sent_at.elapsed().as_secs_f64() * 1e3;
-        telemetry.bridge_calls = state.calls;
+        telemetry.bridge_calls = frames.calls;
         match end {
             End::Outcome(outcome) => CellResult::failed(outcome, telemetry),
             End::Done(mut done) => {
-                if let (Some(host), Some(worker)) = (&state.trace, done.trace.take()) {
+                if let (Some(host), Some(worker)) = (&frames.trace, done.trace.take()) {
                     telemetry.phases = Some(host.phases(&worker));
                 }
                 finish(done, limits, telemetry)
             }
         }
+    }
+}
+
+/// The encoded `Run` frame of a cell; `None` when it exceeds the frame cap.
+fn run_frame(code: &str, timeout: Duration, trace: bool, cap: usize) -> Option<Vec<u8>> {
+    let mut out = Vec::with_capacity(code.len() + 128);
+    let run = HostFrame::Run(RunCell {
+        code: code.to_owned(),
+        timeout_ms: u64::try_from(timeout.as_millis()).unwrap_or(u64::MAX),
+        trace,
+        cpu: protocol::current_cpu(),
+    });
+    if protocol::encode(&run, &mut out).is_err() || out.len() > cap + protocol::HEADER {
+        return None;
+    }
+    Some(out)
+}
+
+/// The host's side of one cell's exchange with its worker: the bytes still to write, what has
+/// been read, the bridge calls in flight, and how a solo cell waits.
+struct Exchange {
+    out: Vec<u8>,
+    out_pos: usize,
+    inflight: InFlight,
+    inbuf: Vec<u8>,
+    frames: Frames,
+    bridge: Arc<dyn Bridge>,
+    spin: Option<Spin>,
+    worker_window: Duration,
+    /// When the last exchange with the worker happened (a solo wait's window starts there).
+    spin_from: Instant,
+    fd: std::os::fd::RawFd,
+}
+
+impl Exchange {
+    /// Consumes the frames read so far; the next solo window starts now.
+    fn read_frames(&mut self) -> Option<End> {
+        let end = self
+            .frames
+            .take_frames(&mut self.inbuf, &self.bridge, &mut self.inflight);
+        if end.is_none() {
+            self.spin_from = Instant::now();
+        }
+        end
+    }
+
+    /// A solo cell with nothing to write and no bridge call in flight waits on the worker's socket
+    /// itself before it waits in the reactor.
+    ///
+    /// The worker answers fastest right after it was sent something; sleeping in the reactor and
+    /// being woken costs tens of microseconds per hop on a virtualized host. So a solo cell's task
+    /// waits on the socket itself for a short window after each exchange, and only then in the
+    /// reactor: it polls with direct non-blocking reads while the worker runs on another CPU, and
+    /// sleeps in `ppoll` otherwise (polling there would hold the very CPU the worker needs; see
+    /// `PollWhen`). It does not yield while polling: on Tokio's multi-threaded runtime every yield
+    /// wakes a parked worker thread to steal the task, and on a 2-vCPU host that thread lands on
+    /// the sandbox worker's CPU and preempts it (measured with `perf sched`). The cost is bounded:
+    /// at most one window of one runtime thread per exchange, and only while no other cell is in
+    /// flight.
+    fn wait_solo(&mut self) -> Option<End> {
+        let spin = self.spin?;
+        if self.out_pos < self.out.len() || !self.inflight.0.is_empty() {
+            return None;
+        }
+        let window = spin.window(self.frames.peer_cpu);
+        // With the worker on another CPU, poll; otherwise (same CPU, or unknown) sleep on the
+        // socket itself, which hands the CPU to the worker at once and is woken by its write
+        // without the runtime's park and unpark (see `Spin::window`).
+        let sleep_for = match spin.when {
+            PollWhen::PeerOnOtherCpu if window.is_zero() => {
+                Duration::from_micros(u64::from(spin.micros))
+                    .saturating_sub(self.spin_from.elapsed())
+            }
+            _ => Duration::ZERO,
+        };
+        while self.spin_from.elapsed() < window && reserve(&mut self.inbuf) {
+            match read_now(self.fd, &mut self.inbuf) {
+                Ok(0) => break,
+                Ok(_) => {
+                    if let Some(end) = self.read_frames() {
+                        return Some(end);
+                    }
+                    break;
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+                    std::hint::spin_loop();
+                }
+                Err(_) => break,
+            }
+        }
+        if !sleep_for.is_zero()
+            && reserve(&mut self.inbuf)
+            && readable_within(self.fd, sleep_for)
+            && matches!(read_now(self.fd, &mut self.inbuf), Ok(n) if n > 0)
+        {
+            return self.read_frames();
+        }
+        None
+    }
+
+    /// Accounts for one write of pending frames.
+    fn wrote(&mut self, written: std::io::Result<usize>) {
+        match written {
+            Ok(n) => {
+                self.out_pos += n;
+                if self.out_pos == self.out.len() {
+                    self.out.clear();
+                    self.out_pos = 0;
+                }
+            }
+            // The worker is gone; the read side reports how.
+            Err(_) => {
+                self.out.clear();
+                self.out_pos = 0;
+            }
+        }
+    }
+
+    /// Queues the reply of a finished bridge call.
+    fn reply(&mut self, id: u64, result: Result<serde_json::Value, String>) {
+        // A worker left waiting longer than its own window went to sleep: where the reply wakes
+        // it is the scheduler's choice (often this CPU, which polling would then hold), so it
+        // counts as unknown until its next frame.
+        if self.frames.peer_seen.elapsed() > self.worker_window {
+            self.frames.peer_cpu = None;
+        }
+        encode_reply(
+            id,
+            result,
+            self.frames.cap,
+            protocol::current_cpu(),
+            &mut self.out,
+        );
+        // Stamped when the reply is ready to go: the write follows at once.
+        if let Some(call) = self.frames.trace.as_mut().and_then(|t| t.call(id)) {
+            call[1] = mono_ns();
+        }
+        self.spin_from = Instant::now();
     }
 }
 
@@ -880,7 +941,7 @@ pub(crate) fn decode_worker_bytes(bytes: &[u8], chunk: usize, limits: &Limits) -
             &self,
             _op: super::bridge::BridgeOp,
             _args: serde_json::Value,
-        ) -> Result<serde_json::Value, super::bridge::BridgeError> {
+        ) -> Result<serde_json::Value, crate::catalog::ToolError> {
             Ok(serde_json::Value::Null)
         }
     }
@@ -953,7 +1014,7 @@ mod tests {
             &self,
             _op: super::super::bridge::BridgeOp,
             _args: serde_json::Value,
-        ) -> Result<serde_json::Value, super::super::bridge::BridgeError> {
+        ) -> Result<serde_json::Value, crate::catalog::ToolError> {
             Ok(serde_json::Value::Null)
         }
     }

@@ -238,8 +238,8 @@ impl Busy {
 mod tests {
     use super::*;
 
-    #[tokio::test]
-    async fn a_freed_slot_goes_to_the_clients_in_turn() {
+    /// A pool of one slot, and that slot taken by client `a`.
+    async fn one_slot_taken() -> (Slots, Slot) {
         let slots = Slots::new(1);
         let held = slots
             .acquire(Some("a".into()), Duration::from_secs(5))
@@ -247,6 +247,12 @@ mod tests {
         let Ok(held) = held else {
             panic!("the first slot is free")
         };
+        (slots, held)
+    }
+
+    #[tokio::test]
+    async fn a_freed_slot_goes_to_the_clients_in_turn() {
+        let (slots, held) = one_slot_taken().await;
         let order = Arc::new(Mutex::new(Vec::new()));
         let mut tasks = Vec::new();
         // Client a queues three cells first, then client b one.
@@ -273,11 +279,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_wait_past_its_deadline_is_busy_and_leaks_nothing() {
-        let slots = Slots::new(1);
-        let held = slots
-            .acquire(Some("a".into()), Duration::from_secs(1))
-            .await;
-        assert!(held.is_ok());
+        let (slots, held) = one_slot_taken().await;
         let busy = slots
             .acquire(Some("b".into()), Duration::from_millis(20))
             .await;

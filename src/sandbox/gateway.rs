@@ -17,9 +17,9 @@ use std::sync::Arc;
 
 use serde_json::{Map, Value, json};
 
-use super::{Bridge, BridgeError, BridgeOp};
-use crate::catalog::FailureKind;
-use crate::gateway::{CallError, Gateway};
+use super::{Bridge, BridgeOp};
+use crate::catalog::{FailureKind, ToolError};
+use crate::gateway::{CallError, CallOutcome, Gateway};
 use crate::sync::Locked;
 
 tokio::task_local! {
@@ -77,12 +77,12 @@ impl GatewayBridge {
         self.last_search.locked().clone()
     }
 
-    fn reject(&self, error: CallError) -> BridgeError {
+    fn reject(&self, error: CallError) -> ToolError {
         let message = match &self.wording {
             Some(word) => word(&error),
             None => error.message.clone(),
         };
-        BridgeError::new(error.failure_kind(), message)
+        ToolError::of(error.failure_kind(), message)
     }
 }
 
@@ -118,25 +118,46 @@ pub(crate) fn search_request(query: Value, options: Value) -> Value {
     }
 }
 
-/// The `tool_call` request of `openclaw.tools.call(first, second)`: an id and its arguments, or
-/// one request object (`second`, when an object, fills a missing `args`). `None` when `first` is
-/// neither a string nor an object.
-pub(crate) fn call_request(first: Value, second: Value) -> Option<Value> {
-    match (first, second) {
-        (Value::String(id), Value::Null) => Some(json!({"id": id, "args": {}})),
-        (Value::String(id), call_args) => Some(json!({"id": id, "args": call_args})),
-        (request @ Value::Object(_), Value::Null) => Some(request),
-        (Value::Object(mut request), Value::Object(extra)) => {
-            request.entry("args").or_insert(Value::Object(extra));
-            Some(Value::Object(request))
+/// The call of `openclaw.tools.call(first, second)`: an id and its arguments, or one request
+/// object (`second`, when an object, fills a missing `args`).
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum CellCall {
+    /// A tool id (or name) and its arguments.
+    Id { id: String, args: Value },
+    /// A request object of any accepted shape.
+    Request(Value),
+}
+
+impl CellCall {
+    /// The call of `first` and `second`; `None` when `first` is neither a string nor an object.
+    pub(crate) fn of(first: Value, second: Value) -> Option<CellCall> {
+        match (first, second) {
+            (Value::String(id), Value::Null) => Some(CellCall::Id {
+                id,
+                args: Value::Object(Default::default()),
+            }),
+            (Value::String(id), args) => Some(CellCall::Id { id, args }),
+            (request @ Value::Object(_), Value::Null) => Some(CellCall::Request(request)),
+            (Value::Object(mut request), Value::Object(extra)) => {
+                request.entry("args").or_insert(Value::Object(extra));
+                Some(CellCall::Request(Value::Object(request)))
+            }
+            _ => None,
         }
-        _ => None,
+    }
+
+    /// Runs the call through the gateway's one call path.
+    pub(crate) async fn run(self, gateway: &Gateway) -> CallOutcome {
+        match self {
+            CellCall::Id { id, args } => gateway.call_tool(&id, args).await,
+            CellCall::Request(request) => gateway.call(&request).await,
+        }
     }
 }
 
 #[async_trait::async_trait]
 impl Bridge for GatewayBridge {
-    async fn invoke(&self, op: BridgeOp, args: Value) -> Result<Value, BridgeError> {
+    async fn invoke(&self, op: BridgeOp, args: Value) -> Result<Value, ToolError> {
         match op {
             // The single form crosses as `{hits, matched, truncated, not_found?, note}`: the
             // prelude hands the guest the array, with the rest as its properties.
@@ -156,8 +177,8 @@ impl Bridge for GatewayBridge {
             BridgeOp::Call => {
                 let first = arg(&args, 0);
                 let kind = crate::catalog::json_kind(&first);
-                let Some(request) = call_request(first, arg(&args, 1)) else {
-                    return Err(BridgeError::new(
+                let Some(call) = CellCall::of(first, arg(&args, 1)) else {
+                    return Err(ToolError::of(
                         FailureKind::BadArguments,
                         format!(
                             "openclaw.tools.call(id, args) needs a tool id string as its first argument, got {kind}"
@@ -165,7 +186,7 @@ impl Bridge for GatewayBridge {
                     ));
                 };
                 IN_CELL
-                    .scope((), self.gateway.call(&request))
+                    .scope((), call.run(&self.gateway))
                     .await
                     .into_result()
                     .map(|envelope| envelope.to_json())

@@ -29,13 +29,13 @@ use rquickjs::{Context, Ctx, Function, Object, Persistent, Runtime, Value, qjs};
 use serde_json::value::RawValue;
 
 use super::bridge::BridgeOp;
+use super::channel::{Channel, ChannelError};
 use super::outcome::{LogLevel, LogLine};
 use super::protocol::{
     self, Done, DoneStatus, HostFrame, ReplyResult, RunCell, SetupStage, TRACE_CALLS, WorkerConfig,
     WorkerFrame, WorkerTrace, mono_ns,
 };
 use super::text::{repair_lone_surrogates, truncate_to};
-use super::worker::{Channel, ChannelError};
 use crate::config::input;
 use crate::telemetry::terminal_safe;
 

@@ -89,6 +89,7 @@
 
 mod bridge;
 mod cell;
+mod channel;
 mod control;
 mod error;
 pub mod fair;
@@ -106,7 +107,7 @@ mod gateway;
 #[cfg(feature = "lab")]
 pub(crate) mod lab_hook;
 
-pub use bridge::{Bridge, BridgeError, BridgeOp};
+pub use bridge::{Bridge, BridgeOp};
 pub use error::SandboxError;
 pub use gateway::{GatewayBridge, in_cell};
 pub use harden::ALLOWED_SYSCALLS;
@@ -121,7 +122,7 @@ pub use supervisor::{Polling, Supervisor, SupervisorConfig};
 // Untrusted text made safe for terminals, for other adapters too (the agent loop).
 #[cfg(feature = "fuzzing")]
 pub(crate) use cell::decode_worker_bytes;
-pub(crate) use gateway::{call_request, search_request};
+pub(crate) use gateway::{CellCall, search_request};
 pub(crate) use text::truncate_to;
 
 /// The argv\[1\] that selects the zygote role of the one binary.

@@ -424,13 +424,10 @@ impl Inner {
             Ok(slot) => slot,
             Err(super::fair::Busy::Closed) => return CellResult::failed(shut_down(), telemetry),
             Err(busy) => {
-                telemetry.queue_ms = ms(t0);
-                return CellResult::failed(
-                    Outcome::Busy {
-                        detail: busy.message(),
-                    },
-                    telemetry,
-                );
+                let outcome = Outcome::Busy {
+                    detail: busy.message(),
+                };
+                return failed_after_wait(outcome, telemetry, t0);
             }
         };
         if self.closed.load(Ordering::SeqCst) {
@@ -444,13 +441,10 @@ impl Inner {
             None => match self.spawn_worker(false, setup).await {
                 Ok(w) => (w, false),
                 Err(e) => {
-                    telemetry.queue_ms = ms(t0);
-                    return CellResult::failed(
-                        Outcome::WorkerSetupFailure {
-                            detail: e.to_string(),
-                        },
-                        telemetry,
-                    );
+                    let outcome = Outcome::WorkerSetupFailure {
+                        detail: e.to_string(),
+                    };
+                    return failed_after_wait(outcome, telemetry, t0);
                 }
             },
         };
@@ -677,6 +671,12 @@ fn ms(t0: Instant) -> f64 {
     t0.elapsed().as_secs_f64() * 1e3
 }
 
+/// A cell that failed before it ran, its wait since `t0` (for a slot, a worker) counted.
+fn failed_after_wait(outcome: Outcome, mut telemetry: CellTelemetry, t0: Instant) -> CellResult {
+    telemetry.queue_ms = ms(t0);
+    CellResult::failed(outcome, telemetry)
+}
+
 /// The probe's bridge: there is nothing to call.
 struct NoBridge;
 
@@ -686,7 +686,7 @@ impl Bridge for NoBridge {
         &self,
         op: BridgeOp,
         _args: serde_json::Value,
-    ) -> Result<serde_json::Value, super::BridgeError> {
+    ) -> Result<serde_json::Value, crate::catalog::ToolError> {
         Err(format!("{} is not available in the probe", op.as_str()).into())
     }
 }

@@ -18,6 +18,7 @@
 use tantivy::tokenizer::{Token, TokenStream, Tokenizer};
 
 use super::lexicon::{Entry, Lang, Langs, Lexicon, MAX_PHRASE_WORDS, is_han, lexicon};
+use super::stem::{char_len, for_each_stem_in, stem};
 
 /// The name the analyzer is registered under in the index's tokenizer manager.
 pub const ANALYZER_NAME: &str = "toolsearch";
@@ -97,15 +98,6 @@ pub fn is_stop_word(word: &str) -> bool {
     )
 }
 
-/// Words ending in `s` that are not plurals: kept whole by the stemmer.
-const KEPT_WHOLE: [&str; 15] = [
-    "alias", "analysis", "atlas", "axis", "basis", "bonus", "bus", "canvas", "focus", "gas",
-    "lens", "news", "plus", "status", "virus",
-];
-
-/// Suffixes tried in order by one stemming pass.
-const SUFFIXES: [&str; 8] = ["ies", "ing", "ed", "ly", "es", "er", "s", "e"];
-
 /// The expansion groups of: trigger words and the generic capability terms they add.
 const EXPANSIONS: [(&[&str], &[&str]); 10] = [
     (
@@ -177,14 +169,19 @@ pub fn for_each_word(text: &str, scratch: &mut WordScratch, mut emit: impl FnMut
             han_parts(raw, scratch, &mut emit);
             continue;
         }
-        compound_parts(raw, scratch);
-        if scratch.parts.len() >= 2 {
-            for i in 0..scratch.parts.len() {
-                let (start, end) = scratch.parts[i];
-                scratch.lower.clear();
-                lowercase_into(&raw[start..end], &mut scratch.lower);
-                emit(&scratch.lower);
-            }
+        emit_compound_parts(raw, scratch, &mut emit);
+    }
+}
+
+/// Emits the compound parts of `word` (step 2), lowercased, when it has two or more.
+fn emit_compound_parts(word: &str, scratch: &mut WordScratch, emit: &mut impl FnMut(&str)) {
+    compound_parts(word, scratch);
+    if scratch.parts.len() >= 2 {
+        for i in 0..scratch.parts.len() {
+            let (start, end) = scratch.parts[i];
+            scratch.lower.clear();
+            lowercase_into(&word[start..end], &mut scratch.lower);
+            emit(&scratch.lower);
         }
     }
 }
@@ -220,15 +217,7 @@ fn han_parts(raw: &str, scratch: &mut WordScratch, emit: &mut impl FnMut(&str)) 
         if scratch.lower != whole {
             emit(&scratch.lower);
         }
-        compound_parts(run, scratch);
-        if scratch.parts.len() >= 2 {
-            for i in 0..scratch.parts.len() {
-                let (from, to) = scratch.parts[i];
-                scratch.lower.clear();
-                lowercase_into(&run[from..to], &mut scratch.lower);
-                emit(&scratch.lower);
-            }
-        }
+        emit_compound_parts(run, scratch, emit);
     }
     scratch.lower = whole;
 }
@@ -347,109 +336,6 @@ fn split_underscores(raw: &str) -> impl Iterator<Item = (usize, &str)> {
         offset += piece.len() + 1;
         (start, piece)
     })
-}
-
-fn char_len(word: &str) -> usize {
-    if word.is_ascii() {
-        word.len()
-    } else {
-        word.chars().count()
-    }
-}
-
-/// One pass of the suffix stripper, in place; returns whether anything changed.
-fn strip_one_suffix(token: &mut String) -> bool {
-    // Every suffix ends in one of these letters: most words are done after one byte compare.
-    if !matches!(
-        token.as_bytes().last(),
-        Some(b's' | b'g' | b'd' | b'y' | b'r' | b'e')
-    ) {
-        return false;
-    }
-    let length = char_len(token);
-    if length <= 3 || KEPT_WHOLE.contains(&token.as_str()) {
-        return false;
-    }
-    for suffix in SUFFIXES {
-        if !token.ends_with(suffix) || length - suffix.len() < 3 {
-            continue;
-        }
-        // "ss" is part of the root ("process"), not a plural marker.
-        if suffix == "s" && token.ends_with("ss") {
-            continue;
-        }
-        token.truncate(token.len() - suffix.len());
-        if suffix == "ies" {
-            token.push('y');
-        } else if matches!(suffix, "ing" | "ed" | "er") {
-            undouble(token);
-        }
-        return true;
-    }
-    false
-}
-
-/// "running" strips to "runn": undo a final consonant doubled by inflection, except the
-/// doubles that belong to roots (l, s, f, z).
-fn undouble(token: &mut String) {
-    let bytes = token.as_bytes();
-    let n = bytes.len();
-    if n <= 3 || !token.is_ascii() {
-        return;
-    }
-    let last = bytes[n - 1];
-    if last != bytes[n - 2] || b"lsfzaeiou".contains(&last) || !last.is_ascii_alphabetic() {
-        return;
-    }
-    token.truncate(n - 1);
-}
-
-/// Stems `word` into `out` (R-3.4: at most three passes).
-fn stem_into(word: &str, out: &mut String) {
-    out.clear();
-    out.push_str(word);
-    for _ in 0..3 {
-        if !strip_one_suffix(out) {
-            break;
-        }
-    }
-}
-
-/// The light English stemmer of R-3.4 (at most three passes).
-pub fn stem(word: &str) -> String {
-    let mut out = String::with_capacity(word.len());
-    stem_into(word, &mut out);
-    out
-}
-
-/// Calls `emit` with the stem(s) of one word: two for `-ies` words (both readings), one
-/// otherwise. `buffer` is scratch space.
-fn for_each_stem_in(word: &str, buffer: &mut String, mut emit: impl FnMut(&str)) {
-    if char_len(word) > 4 && word.ends_with("ies") {
-        let base = &word[..word.len() - 3];
-        buffer.clear();
-        buffer.push_str(base);
-        buffer.push('y');
-        emit(buffer);
-        let mut ie = String::with_capacity(base.len() + 2);
-        ie.push_str(base);
-        ie.push_str("ie");
-        stem_into(&ie, buffer);
-        emit(buffer);
-        return;
-    }
-    stem_into(word, buffer);
-    if !buffer.is_empty() {
-        emit(buffer);
-    }
-}
-
-/// Calls `emit` with the stem(s) of one word: two for `-ies` words (both readings), one
-/// otherwise.
-#[cfg(test)]
-pub fn for_each_stem(word: &str, mut emit: impl FnMut(String)) {
-    let mut buffer = String::new();
-    for_each_stem_in(word, &mut buffer, |s| emit(s.to_string()));
 }
 
 /// Calls `emit(term)` for every index term of `text` (steps 1–4).
@@ -670,7 +556,41 @@ pub fn analyze_query_in(
     known: &dyn Fn(&str) -> bool,
 ) -> QueryAnalysis {
     let lexicon = lexicon();
-    let mut raws: Vec<RawWord<'_>> = query
+    let mut raws = raw_words(query);
+    if options.multilingual {
+        find_lexicon_entries(lexicon, &mut raws, known);
+    }
+    let senses = Senses::detect(lexicon, &raws);
+    let content_words = raws
+        .iter()
+        .filter(|w| !senses.function_word(w) && !is_stop_word(&w.lower))
+        .count();
+    let collect_fuzzy = options
+        .fuzzy_words
+        .is_some_and(|most| content_words <= most);
+    let mut analyzer = QueryAnalyzer {
+        senses,
+        table: expansion_table(),
+        scratch: WordScratch {
+            segment_han: true,
+            ..WordScratch::default()
+        },
+        fired: 0,
+        analysis: QueryAnalysis {
+            languages: senses.languages,
+            content_words,
+            ..QueryAnalysis::default()
+        },
+    };
+    analyzer.literal_terms(&raws, collect_fuzzy);
+    analyzer.translations(&raws);
+    analyzer.expansions();
+    analyzer.analysis
+}
+
+/// Splits a query into raw words on non-word characters, each with its lowercase form.
+fn raw_words(query: &str) -> Vec<RawWord<'_>> {
+    query
         .split(|c: char| !is_word_char(c))
         .filter(|w| !w.is_empty())
         .map(|raw| {
@@ -684,193 +604,256 @@ pub fn analyze_query_in(
                 known: false,
             }
         })
-        .collect();
-    if options.multilingual {
-        find_lexicon_entries(lexicon, &mut raws, known);
-    }
-    // Languages shown by unambiguous content words.
-    // A language counts as the query's when its unambiguous content words (unknown to the
-    // index) make up at least a third of the query's content words: one false friend in a long
-    // English request ("statutes" → statut) does not make it French.
-    let mut languages = Langs::default();
-    let content = raws.iter().filter(|w| !is_stop_word(&w.lower)).count();
-    for lang in [Lang::Zh, Lang::De, Lang::Fr, Lang::Id] {
-        let shown = raws
-            .iter()
-            .filter(|w| !w.known)
-            .filter(|w| {
-                w.entries
-                    .iter()
-                    .filter_map(|&id| lexicon.entry(id))
-                    .any(|e| e.lang == lang && !e.is_stop() && !e.ambiguous)
-            })
-            .count();
-        if shown > 0 && shown * 3 >= content {
-            languages.insert(lang);
-        }
-    }
-    let usable = |word: &RawWord<'_>, id: &u32| {
-        lexicon.entry(*id).is_some_and(|e| {
-            !e.is_stop() && ((!e.ambiguous && !word.known) || languages.contains(e.lang))
-        })
-    };
+        .collect()
+}
 
-    // A function word of a language the query is in says nothing.
-    let function_word = |word: &RawWord<'_>| {
-        word.entries.iter().any(|&id| {
-            lexicon
-                .entry(id)
-                .is_some_and(|e| e.is_stop() && languages.contains(e.lang))
+/// The lexicon together with the languages a query is in: what a word's entries may say.
+#[derive(Clone, Copy)]
+struct Senses {
+    lexicon: &'static Lexicon,
+    languages: Langs,
+}
+
+impl Senses {
+    /// Finds the query's languages. A language counts as the query's when its unambiguous
+    /// content words (unknown to the index) make up at least a third of the query's content
+    /// words: one false friend in a long English request ("statutes" → statut) does not make
+    /// it French.
+    fn detect(lexicon: &'static Lexicon, raws: &[RawWord<'_>]) -> Self {
+        let mut languages = Langs::default();
+        let content = raws.iter().filter(|w| !is_stop_word(&w.lower)).count();
+        for lang in [Lang::Zh, Lang::De, Lang::Fr, Lang::Id] {
+            let shown = raws
+                .iter()
+                .filter(|w| !w.known)
+                .filter(|w| {
+                    w.entries
+                        .iter()
+                        .filter_map(|&id| lexicon.entry(id))
+                        .any(|e| e.lang == lang && !e.is_stop() && !e.ambiguous)
+                })
+                .count();
+            if shown > 0 && shown * 3 >= content {
+                languages.insert(lang);
+            }
+        }
+        Senses { lexicon, languages }
+    }
+
+    /// Whether entry `id` of `word` may translate it: a content entry, unambiguous for a word
+    /// the index does not know, or of one of the query's languages.
+    fn usable(&self, word: &RawWord<'_>, id: &u32) -> bool {
+        self.lexicon.entry(*id).is_some_and(|e| {
+            !e.is_stop() && ((!e.ambiguous && !word.known) || self.languages.contains(e.lang))
         })
-    };
-    let content_words = raws
-        .iter()
-        .filter(|w| !function_word(w) && !is_stop_word(&w.lower))
-        .count();
-    let collect_fuzzy = options
-        .fuzzy_words
-        .is_some_and(|most| content_words <= most);
-    let mut analysis = QueryAnalysis {
-        languages,
-        content_words,
-        ..QueryAnalysis::default()
-    };
-    let mut scratch = WordScratch {
-        segment_han: true,
-        ..WordScratch::default()
-    };
-    let mut buffer = String::new();
-    let table = expansion_table();
-    let mut fired = 0u16;
-    // xxh3 of a literal term → its index in `terms` (another term with the same hash, which
-    // never happened on the dev sets' vocabularies, is found by a scan).
-    let mut seen: rustc_hash::FxHashMap<u64, usize> = rustc_hash::FxHashMap::default();
-    let mut demoted: Vec<String> = Vec::new();
-    for (position, word) in raws.iter().enumerate() {
+    }
+
+    /// Whether `word` is a function word of a language the query is in (it says nothing).
+    fn function_word(&self, word: &RawWord<'_>) -> bool {
+        word.entries.iter().any(|&id| {
+            self.lexicon
+                .entry(id)
+                .is_some_and(|e| e.is_stop() && self.languages.contains(e.lang))
+        })
+    }
+
+    /// What the literal filter needs to know about the word at `position`.
+    fn flags(&self, position: usize, word: &RawWord<'_>, collect_fuzzy: bool) -> WordFlags {
         // A capitalized word after the first is most likely a name (Paris, Lakers): typo
         // tolerance leaves it alone.
         let name_like = position > 0 && word.raw.chars().next().is_some_and(char::is_uppercase);
-        if function_word(word) {
-            continue;
-        }
-        let translated = word.in_phrase || word.entries.iter().any(|id| usable(word, id));
+        let translated = word.in_phrase || word.entries.iter().any(|id| self.usable(word, id));
         // A foreign word (translated, not spelled like its English sense): its own stems are
         // no English literal terms ("alle" → all), so they count as translations (tier 1) and
         // can never lift a document above one matching the query's real English words.
         let has_han = !word.raw.is_ascii() && word.raw.chars().any(is_han);
         let foreign = !has_han
-            && word
-                .entries
-                .iter()
-                .any(|id| usable(word, id) && lexicon.entry(*id).is_some_and(|e| !e.identity));
+            && word.entries.iter().any(|id| {
+                self.usable(word, id) && self.lexicon.entry(*id).is_some_and(|e| !e.identity)
+            });
         // Never typo-correct a function word of any lexicon language ("bitte" is no "bite").
         let any_function_word = word
             .entries
             .iter()
-            .any(|&id| lexicon.entry(id).is_some_and(Entry::is_stop));
-        let terms = &mut analysis.terms;
-        let fuzzy = &mut analysis.fuzzy;
-        for_each_word(word.raw, &mut scratch, |w| {
-            if is_stop_word(w) || w.len() > MAX_TOKEN_BYTES || is_chinese_function_word(w) {
-                return;
+            .any(|&id| self.lexicon.entry(id).is_some_and(Entry::is_stop));
+        WordFlags {
+            foreign,
+            fuzzy: collect_fuzzy && !translated && !name_like && !any_function_word,
+        }
+    }
+}
+
+/// Per-word switches of the literal filter.
+struct WordFlags {
+    /// The word's stems count as translations, not literal terms.
+    foreign: bool,
+    /// Its tokens may be collected for typo tolerance (subject to [`fuzzy_token`]).
+    fuzzy: bool,
+}
+
+/// Whether a token of a query word yields no term: a stop word, an over-long token, or a
+/// Chinese function word.
+fn is_dropped_token(token: &str) -> bool {
+    is_stop_word(token) || token.len() > MAX_TOKEN_BYTES || is_chinese_function_word(token)
+}
+
+/// Whether typo tolerance may look at `token` (of a word whose flags allow it): long enough,
+/// alphabetic, no Han, and not collected yet.
+fn fuzzy_token(token: &str, fuzzy: &[FuzzyWord]) -> bool {
+    char_len(token) >= FUZZY_MIN_CHARS
+        && token.chars().all(char::is_alphabetic)
+        && !token.chars().any(is_han)
+        && !fuzzy.iter().any(|f| f.word == token)
+}
+
+/// Appends `term` as a literal term unless already there. `seen` maps the xxh3 of each literal
+/// term to its index in `terms` (another term with the same hash is found by a scan).
+fn push_literal(
+    seen: &mut rustc_hash::FxHashMap<u64, usize>,
+    terms: &mut Vec<QueryTerm>,
+    term: &str,
+) {
+    let key = xxhash_rust::xxh3::xxh3_64(term.as_bytes());
+    let new = match seen.entry(key) {
+        std::collections::hash_map::Entry::Vacant(slot) => {
+            slot.insert(terms.len());
+            true
+        }
+        std::collections::hash_map::Entry::Occupied(slot) => {
+            terms[*slot.get()].term != term
+                && !terms
+                    .iter()
+                    .any(|t| t.kind == TermKind::Literal && t.term == term)
+        }
+    };
+    if new {
+        terms.push(QueryTerm {
+            term: term.to_string(),
+            weight: 1.0,
+            kind: TermKind::Literal,
+        });
+    }
+}
+
+impl ExpansionTable {
+    /// Sets in `fired` the groups `word` triggers (matched singularized).
+    fn fire(&self, word: &str, fired: &mut u16) {
+        if let Some(groups) = self.triggers.get(normalize_trigger(word).as_ref()) {
+            *fired |= groups;
+        }
+    }
+}
+
+/// State carried through the stages of [`analyze_query_in`].
+struct QueryAnalyzer {
+    senses: Senses,
+    table: &'static ExpansionTable,
+    scratch: WordScratch,
+    /// Expansion groups fired so far, as bits.
+    fired: u16,
+    analysis: QueryAnalysis,
+}
+
+impl QueryAnalyzer {
+    /// Literal filter: cuts each content word into tokens, fires their expansion triggers and
+    /// adds their stems as distinct literal terms (a foreign word's as translations), noting
+    /// the words typo tolerance may look at.
+    fn literal_terms(&mut self, raws: &[RawWord<'_>], collect_fuzzy: bool) {
+        let mut buffer = String::new();
+        let mut seen = rustc_hash::FxHashMap::default();
+        let mut demoted: Vec<String> = Vec::new();
+        for (position, word) in raws.iter().enumerate() {
+            if self.senses.function_word(word) {
+                continue;
             }
-            if let Some(groups) = table.triggers.get(normalize_trigger(w).as_ref()) {
-                fired |= groups;
-            }
-            // Only a word typo tolerance may look at keeps its stems (most words are known).
-            let eligible = collect_fuzzy
-                && !translated
-                && !name_like
-                && char_len(w) >= FUZZY_MIN_CHARS
-                && !any_function_word
-                && w.chars().all(char::is_alphabetic)
-                && !w.chars().any(is_han)
-                && !fuzzy.iter().any(|f: &FuzzyWord| f.word == w);
-            let mut stems: Vec<String> = Vec::new();
-            for_each_stem_in(w, &mut buffer, |term| {
-                if eligible {
-                    stems.push(term.to_string());
-                }
-                if foreign {
-                    demoted.push(term.to_string());
+            let flags = self.senses.flags(position, word, collect_fuzzy);
+            let table = self.table;
+            let fired = &mut self.fired;
+            let terms = &mut self.analysis.terms;
+            let fuzzy = &mut self.analysis.fuzzy;
+            for_each_word(word.raw, &mut self.scratch, |w| {
+                if is_dropped_token(w) {
                     return;
                 }
-                // Distinct terms, found by hash: long queries have many terms.
-                let key = xxhash_rust::xxh3::xxh3_64(term.as_bytes());
-                let new = match seen.entry(key) {
-                    std::collections::hash_map::Entry::Vacant(slot) => {
-                        slot.insert(terms.len());
-                        true
+                table.fire(w, fired);
+                // Only a word typo tolerance may look at keeps its stems (most words are known).
+                let eligible = flags.fuzzy && fuzzy_token(w, fuzzy);
+                let mut stems: Vec<String> = Vec::new();
+                for_each_stem_in(w, &mut buffer, |term| {
+                    if eligible {
+                        stems.push(term.to_string());
                     }
-                    std::collections::hash_map::Entry::Occupied(slot) => {
-                        terms[*slot.get()].term != term
-                            && !terms
-                                .iter()
-                                .any(|t| t.kind == TermKind::Literal && t.term == term)
+                    if flags.foreign {
+                        demoted.push(term.to_string());
+                        return;
                     }
-                };
-                if new {
-                    terms.push(QueryTerm {
-                        term: term.to_string(),
-                        weight: 1.0,
-                        kind: TermKind::Literal,
+                    push_literal(&mut seen, terms, term);
+                });
+                if eligible {
+                    fuzzy.push(FuzzyWord {
+                        word: w.to_string(),
+                        stems,
                     });
                 }
             });
-            if eligible {
-                fuzzy.push(FuzzyWord {
-                    word: w.to_string(),
-                    stems,
-                });
-            }
-        });
+        }
+        for term in &demoted {
+            self.analysis
+                .add(term, TermKind::Translation, TRANSLATION_WEIGHT);
+        }
     }
-    for term in &demoted {
-        analysis.add(term, TermKind::Translation, TRANSLATION_WEIGHT);
-    }
-    // Translations, in query order; their English words may fire expansion triggers too. The
-    // main sense weighs TRANSLATION_WEIGHT, further senses half of it (an entry's synonyms
-    // must not add up to more than its main sense).
-    let mut english = String::new();
-    for word in &raws {
-        for entry in word
-            .entries
-            .iter()
-            .filter(|id| usable(word, id))
-            .filter_map(|&id| lexicon.entry(id))
-        {
-            for (sense, target) in entry.english.iter().enumerate() {
-                if let Some(groups) = table.triggers.get(normalize_trigger(target).as_ref()) {
-                    fired |= groups;
+
+    /// Translation filter: the English senses of each word's usable lexicon entries, in query
+    /// order; they may fire expansion triggers too. The main sense weighs
+    /// [`TRANSLATION_WEIGHT`], further senses half of it (an entry's synonyms must not add up
+    /// to more than its main sense).
+    fn translations(&mut self, raws: &[RawWord<'_>]) {
+        let senses = self.senses;
+        let mut english = String::new();
+        for word in raws {
+            for entry in word
+                .entries
+                .iter()
+                .filter(|id| senses.usable(word, id))
+                .filter_map(|&id| senses.lexicon.entry(id))
+            {
+                for (sense, target) in entry.english.iter().enumerate() {
+                    self.table.fire(target, &mut self.fired);
+                    let weight = if sense == 0 {
+                        TRANSLATION_WEIGHT
+                    } else {
+                        TRANSLATION_WEIGHT / 2.0
+                    };
+                    english.clear();
+                    english.push_str(target);
+                    let analysis = &mut self.analysis;
+                    for_each_term(&english, &mut self.scratch, |term| {
+                        analysis.add(term, TermKind::Translation, weight);
+                    });
                 }
-                let weight = if sense == 0 {
-                    TRANSLATION_WEIGHT
-                } else {
-                    TRANSLATION_WEIGHT / 2.0
-                };
-                english.clear();
-                english.push_str(target);
-                for_each_term(&english, &mut scratch, |term| {
-                    analysis.add(term, TermKind::Translation, weight);
-                });
             }
         }
     }
-    for (group, additions) in table.additions.iter().enumerate() {
-        if fired & (1 << group) == 0 {
-            continue;
-        }
-        for term in additions {
-            if !analysis.terms.iter().any(|t| t.term == *term) {
-                analysis.terms.push(QueryTerm {
-                    term: term.clone(),
-                    weight: EXPANSION_WEIGHT,
-                    kind: TermKind::Expansion,
-                });
+
+    /// Expansion filter: the additions of every fired group not already present, group by
+    /// group.
+    fn expansions(&mut self) {
+        let terms = &mut self.analysis.terms;
+        for (group, additions) in self.table.additions.iter().enumerate() {
+            if self.fired & (1 << group) == 0 {
+                continue;
+            }
+            for term in additions {
+                if !terms.iter().any(|t| t.term == *term) {
+                    terms.push(QueryTerm {
+                        term: term.clone(),
+                        weight: EXPANSION_WEIGHT,
+                        kind: TermKind::Expansion,
+                    });
+                }
             }
         }
     }
-    analysis
 }
 
 /// Whether `word` is a Chinese function word of the lexicon (的, 了, 我, 请 …): dropped
@@ -1036,6 +1019,7 @@ impl TokenStream for ToolTokenStream<'_> {
 
 #[cfg(test)]
 mod tests {
+    use super::super::stem::for_each_stem;
     use super::*;
 
     fn words(text: &str) -> Vec<String> {

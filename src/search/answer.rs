@@ -252,26 +252,27 @@ mod tests {
             limit,
             ..Answer::default()
         };
-        assert_eq!(
-            answer(37, 8).note(8, false, 20),
-            "8 of 37 matching tools shown; refine the query or raise limit (at most 20)."
-        );
-        assert_eq!(
-            answer(37, 20).note(20, false, 20),
-            "20 of 37 matching tools shown; refine the query (20 is the most one search shows)."
-        );
-        assert_eq!(
-            answer(3, 8).note(3, false, 20),
-            "All 3 matching tools shown."
-        );
-        assert_eq!(
-            answer(1, 8).note(1, false, 20),
-            "The only matching tool is shown."
-        );
-        assert_eq!(
-            answer(0, 8).note(0, false, 20),
-            "No tool matched; try other words."
-        );
+        // (matched, limit, shown, the note)
+        let cases = [
+            (
+                37,
+                8,
+                8,
+                "8 of 37 matching tools shown; refine the query or raise limit (at most 20).",
+            ),
+            (
+                37,
+                20,
+                20,
+                "20 of 37 matching tools shown; refine the query (20 is the most one search shows).",
+            ),
+            (3, 8, 3, "All 3 matching tools shown."),
+            (1, 8, 1, "The only matching tool is shown."),
+            (0, 8, 0, "No tool matched; try other words."),
+        ];
+        for (matched, limit, shown, note) in cases {
+            assert_eq!(answer(matched, limit).note(shown, false, 20), note);
+        }
         assert!(answer(9, 8).note(5, true, 20).contains("5 of 9"));
     }
 }

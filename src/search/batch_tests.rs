@@ -69,37 +69,25 @@ fn single_and_batch_forms_follow_r_5_2() {
 #[test]
 fn batch_bounds_follow_r_5_3() {
     let parse = |v: Value| batch::parse_search_request(&v, limits());
-    let sixteen: Vec<Value> = (0..16)
-        .map(|i| json!({"query": format!("q{i}"), "limit": 3}))
-        .collect();
-    assert!(parse(json!({"queries": sixteen})).is_ok());
-    let seventeen: Vec<Value> = (0..17)
-        .map(|i| json!({"query": format!("q{i}"), "limit": 1}))
-        .collect();
-    assert!(
-        parse(json!({"queries": seventeen}))
-            .unwrap_err()
-            .to_string()
-            .contains("at most 16")
-    );
+    let refusal = |v: Value| parse(v).unwrap_err().to_string();
+    // `n` queries `q0`, `q1`, …, each with `limit` when there is one.
+    let queries = |n: usize, limit: Option<u32>| -> Vec<Value> {
+        (0..n)
+            .map(|i| match limit {
+                Some(limit) => json!({"query": format!("q{i}"), "limit": limit}),
+                None => json!({"query": format!("q{i}")}),
+            })
+            .collect()
+    };
+    assert!(parse(json!({"queries": queries(16, Some(3))})).is_ok());
+    assert!(refusal(json!({"queries": queries(17, Some(1))})).contains("at most 16"));
     // 16 in the batch plus a scalar query is 17.
-    let sixteen: Vec<Value> = (0..16)
-        .map(|i| json!({"query": format!("q{i}"), "limit": 1}))
-        .collect();
+    let sixteen = queries(16, Some(1));
     assert!(parse(json!({"query": "x", "limit": 1, "queries": sixteen})).is_err());
     // Limits sum to at most 50 (omitted limits count as the default, 8).
-    let seven: Vec<Value> = (0..7).map(|i| json!({"query": format!("q{i}")})).collect();
+    assert!(refusal(json!({"queries": queries(7, None)})).contains("add up to 56"));
     assert!(
-        parse(json!({"queries": seven}))
-            .unwrap_err()
-            .to_string()
-            .contains("add up to 56")
-    );
-    let clamped: Vec<Value> = (0..2)
-        .map(|i| json!({"query": format!("q{i}"), "limit": 999}))
-        .collect();
-    assert!(
-        parse(json!({"queries": clamped})).is_ok(),
+        parse(json!({"queries": queries(2, Some(999))})).is_ok(),
         "each limit is clamped to 20 first"
     );
     // One query at most 512 characters; the whole list at most 512 bytes.

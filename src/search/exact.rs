@@ -260,39 +260,26 @@ mod tests {
     fn a_query_names_tools_in_the_closest_form() {
         let tools = tools();
         let keys = ExactKeys::build(tools.iter());
-        assert_eq!(keys.named("plugin:gh:create_issue"), vec![(0, Form::Id)]);
-        assert_eq!(
-            keys.named("CREATE_ISSUE"),
-            vec![(0, Form::Folded), (1, Form::Spaced)]
-        );
-        assert_eq!(
-            keys.named("create_issue"),
-            vec![(0, Form::Given), (1, Form::Spaced)]
-        );
-        assert_eq!(
-            keys.named("create issue"),
-            vec![(0, Form::Spaced), (1, Form::Spaced)]
-        );
-        assert_eq!(
-            keys.named("create-issue"),
-            vec![(0, Form::Spaced), (1, Form::Folded)]
-        );
-        assert_eq!(
-            keys.named("Create-Issue"),
-            vec![(0, Form::Spaced), (1, Form::Given)]
-        );
-        assert_eq!(keys.named("npm versions"), vec![(2, Form::Words)]);
-        assert_eq!(keys.named("NPMVERSIONS"), vec![(2, Form::Folded)]);
-        assert_eq!(keys.named("Npm Versions"), vec![(2, Form::Words)]);
-        assert_eq!(keys.named("weather__city_"), vec![(3, Form::Given)]);
-        assert_eq!(keys.named("WEATHER__CITY_"), vec![(3, Form::Folded)]);
-        assert_eq!(keys.named("gh create issue"), vec![]);
-        assert_eq!(
-            keys.named("plugin gh create issue"),
-            vec![(0, Form::Spaced)]
-        );
-        assert_eq!(keys.named("create"), vec![]);
-        assert_eq!(keys.named(""), vec![]);
-        assert_eq!(keys.named(" - "), vec![]);
+        let cases: &[(&str, &[(u32, Form)])] = &[
+            ("plugin:gh:create_issue", &[(0, Form::Id)]),
+            ("CREATE_ISSUE", &[(0, Form::Folded), (1, Form::Spaced)]),
+            ("create_issue", &[(0, Form::Given), (1, Form::Spaced)]),
+            ("create issue", &[(0, Form::Spaced), (1, Form::Spaced)]),
+            ("create-issue", &[(0, Form::Spaced), (1, Form::Folded)]),
+            ("Create-Issue", &[(0, Form::Spaced), (1, Form::Given)]),
+            ("npm versions", &[(2, Form::Words)]),
+            ("NPMVERSIONS", &[(2, Form::Folded)]),
+            ("Npm Versions", &[(2, Form::Words)]),
+            ("weather__city_", &[(3, Form::Given)]),
+            ("WEATHER__CITY_", &[(3, Form::Folded)]),
+            ("gh create issue", &[]),
+            ("plugin gh create issue", &[(0, Form::Spaced)]),
+            ("create", &[]),
+            ("", &[]),
+            (" - ", &[]),
+        ];
+        for &(query, named) in cases {
+            assert_eq!(keys.named(query), named, "{query:?}");
+        }
     }
 }

@@ -24,9 +24,8 @@
 //! word's first letter. Both give exactly the terms within the distance.
 
 use std::cell::RefCell;
-use std::collections::VecDeque;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
@@ -41,9 +40,9 @@ use super::analyzer::{
 use super::exact::{ExactKeys, Form};
 use super::hit::{Hints, Hit};
 use super::typo::DeletionIndex;
+use crate::cache::OnceCache;
 use crate::catalog::{Descriptor, Fingerprint};
 use crate::policy::Authorized;
-use crate::sync::Locked;
 
 /// At most this many schema nodes are walked for one tool's parameter text (R-1.6: untrusted
 /// schemas are never walked at all; trusted ones are bounded too).
@@ -396,8 +395,7 @@ impl SearchIndex {
 
     /// The allowed tool at `position` (view order).
     pub fn tool(&self, position: u32) -> Option<&Descriptor> {
-        let snapshot_position = *self.view.allowed_positions().get(position as usize)?;
-        self.view.snapshot().tool(snapshot_position)
+        self.view.at(position)
     }
 
     /// Position (view order) of the allowed tool with exactly this id.
@@ -942,16 +940,10 @@ fn parameter_text(schema: &Value, depth: usize, budget: &mut usize, out: &mut St
     }
 }
 
-/// One cache slot: filled once, by the first caller; concurrent callers of the same key wait
-/// for that build instead of starting their own.
-type Slot = Arc<Mutex<Option<Arc<SearchIndex>>>>;
-
 /// Indexes shared per (snapshot fingerprint, policy fingerprint), built once per key
-/// even when several callers ask at the same moment. Bounded: the least recently used entry is
-/// evicted first (O(1) at the front of a deque; lookups scan at most `CACHE_CAPACITY`, 8).
-#[derive(Default)]
+/// even when several callers ask at the same moment; the least recently used is evicted first.
 pub struct IndexCache {
-    entries: Mutex<VecDeque<(Fingerprint, u64, Slot)>>,
+    entries: OnceCache<(Fingerprint, u64), Arc<SearchIndex>>,
     builds: AtomicU64,
     #[cfg(feature = "semantic")]
     semantic: Option<super::hybrid::Semantic>,
@@ -959,6 +951,17 @@ pub struct IndexCache {
 
 /// How many (snapshot, policy) indexes a cache keeps.
 pub const CACHE_CAPACITY: usize = 8;
+
+impl Default for IndexCache {
+    fn default() -> Self {
+        IndexCache {
+            entries: OnceCache::new(CACHE_CAPACITY),
+            builds: AtomicU64::new(0),
+            #[cfg(feature = "semantic")]
+            semantic: None,
+        }
+    }
+}
 
 impl IndexCache {
     /// An empty cache.
@@ -981,47 +984,17 @@ impl IndexCache {
     }
 
     /// The index for `view`, built on first use and shared afterwards. A caller that finds the
-    /// build of its key under way waits for it (the build holds only its own slot's lock, never
-    /// the cache's).
+    /// build of its key under way waits for it.
     pub fn get(&self, view: &Authorized) -> Result<Arc<SearchIndex>, BuildError> {
-        let (fingerprint, policy) = view.cache_key();
-        let slot = {
-            let mut entries = self.entries.locked();
-            match entries
-                .iter()
-                .position(|(f, p, _)| *f == fingerprint && *p == policy)
-            {
-                Some(found) => {
-                    let slot = entries[found].2.clone();
-                    if found + 1 != entries.len()
-                        && let Some(entry) = entries.remove(found)
-                    {
-                        entries.push_back(entry);
-                    }
-                    slot
-                }
-                None => {
-                    if entries.len() >= CACHE_CAPACITY {
-                        entries.pop_front();
-                    }
-                    let slot: Slot = Arc::new(Mutex::new(None));
-                    entries.push_back((fingerprint, policy, slot.clone()));
-                    slot
-                }
+        self.entries.get_or_try_init(view.cache_key(), || {
+            let index = Arc::new(SearchIndex::build(view)?);
+            self.builds.fetch_add(1, Ordering::Relaxed);
+            #[cfg(feature = "semantic")]
+            if let Some(semantic) = &self.semantic {
+                semantic.attach(&index);
             }
-        };
-        let mut built = slot.locked();
-        if let Some(index) = built.as_ref() {
-            return Ok(index.clone());
-        }
-        let index = Arc::new(SearchIndex::build(view)?);
-        self.builds.fetch_add(1, Ordering::Relaxed);
-        #[cfg(feature = "semantic")]
-        if let Some(semantic) = &self.semantic {
-            semantic.attach(&index);
-        }
-        *built = Some(index.clone());
-        Ok(index)
+            Ok(index)
+        })
     }
 }
 

@@ -320,10 +320,10 @@ impl Lexicon {
                 let id = self.entries.len() as u32;
                 // Spelled like an English sense, or an inflection of one (`images`).
                 let folded_key = fold(key);
-                let key_stem = super::analyzer::stem(&folded_key);
+                let key_stem = super::stem::stem(&folded_key);
                 let spelled_like_english = english
                     .iter()
-                    .any(|e| fold(e) == folded_key || super::analyzer::stem(e) == key_stem)
+                    .any(|e| fold(e) == folded_key || super::stem::stem(e) == key_stem)
                     || fold(&english.join(" ")) == folded_key;
                 self.entries.push(Entry {
                     lang,

@@ -36,6 +36,7 @@ pub mod lookup;
 mod segment;
 #[cfg(feature = "semantic")]
 pub mod semantic;
+mod stem;
 mod typo;
 
 pub use exact::words;

@@ -26,7 +26,7 @@ use crate::catalog::{CatalogSnapshot, FailureKind, SentResult};
 use crate::config::{Config, Mode};
 use crate::gateway::{
     ApprovalHandler, BeforeToolCall, CallError, CallOutcome, ClientCall, Envelope, ErrorKind,
-    Gateway, GatewayError, GatewaySettings, RunContext,
+    Gateway, GatewayBuilder, GatewayError, GatewaySettings, RunContext,
 };
 use crate::policy::Policy;
 use crate::sandbox::{Bridge, CellResult, Limits, Outcome, Supervisor, SupervisorConfig};
@@ -225,28 +225,23 @@ pub enum SessionError {
 pub struct SessionBuilder {
     config: Config,
     mode: Option<Mode>,
-    snapshot: Option<CatalogSnapshot>,
-    policy: Policy,
-    run: RunContext,
-    hooks: Vec<Arc<dyn BeforeToolCall>>,
-    approvals: Option<Arc<dyn ApprovalHandler>>,
-    log: SessionLog,
+    /// The gateway's parts (catalog, policy, run, hooks, approvals, log, index cache).
+    gateway: GatewayBuilder,
     context_tokens: Option<usize>,
     worker_binary: Option<PathBuf>,
     warm_pool: Option<usize>,
-    index_cache: Option<Arc<IndexCache>>,
 }
 
 impl SessionBuilder {
     /// The catalog snapshot of the run.
     pub fn catalog(mut self, snapshot: CatalogSnapshot) -> Self {
-        self.snapshot = Some(snapshot);
+        self.gateway = self.gateway.catalog(snapshot);
         self
     }
 
     /// The effective policy.
     pub fn policy(mut self, policy: Policy) -> Self {
-        self.policy = policy;
+        self.gateway = self.gateway.policy(policy);
         self
     }
 
@@ -258,25 +253,25 @@ impl SessionBuilder {
 
     /// Who runs (agent, sandbox and session ids). The profile defaults to the config's.
     pub fn run(mut self, run: RunContext) -> Self {
-        self.run = run;
+        self.gateway = self.gateway.run(run);
         self
     }
 
     /// Adds a `before_tool_call` hook (run in the order added).
     pub fn hook(mut self, hook: Arc<dyn BeforeToolCall>) -> Self {
-        self.hooks.push(hook);
+        self.gateway = self.gateway.hook(hook);
         self
     }
 
     /// Sets the approval handler (without one, tools that require approval are denied).
     pub fn approvals(mut self, handler: Arc<dyn ApprovalHandler>) -> Self {
-        self.approvals = Some(handler);
+        self.gateway = self.gateway.approvals(handler);
         self
     }
 
     /// Sets the session log.
     pub fn session_log(mut self, log: SessionLog) -> Self {
-        self.log = log;
+        self.gateway = self.gateway.session_log(log);
         self
     }
 
@@ -302,7 +297,7 @@ impl SessionBuilder {
 
     /// Shares an index cache with other sessions (indexes are per snapshot and policy).
     pub fn index_cache(mut self, cache: Arc<IndexCache>) -> Self {
-        self.index_cache = Some(cache);
+        self.gateway = self.gateway.index_cache(cache);
         self
     }
 
@@ -313,32 +308,15 @@ impl SessionBuilder {
         if let Some(mode) = self.mode {
             config.mode = mode;
         }
-        let mut run = self.run;
-        if run.profile.is_none() {
-            run.profile = Some(config.profile.as_str().to_string());
-        }
-        let snapshot = self
-            .snapshot
-            .unwrap_or_else(|| CatalogSnapshot::build(Vec::new()));
-        let mut gateway = Gateway::builder(snapshot)
-            .policy(self.policy)
-            .run(run)
+        let gateway = self
+            .gateway
+            .default_profile(config.profile.as_str())
             .settings(GatewaySettings {
                 search_limits: config.search_limits,
                 ..GatewaySettings::default()
             })
-            .session_log(self.log)
-            .defer_run_start();
-        for hook in self.hooks {
-            gateway = gateway.hook(hook);
-        }
-        if let Some(approvals) = self.approvals {
-            gateway = gateway.approvals(approvals);
-        }
-        if let Some(cache) = self.index_cache {
-            gateway = gateway.index_cache(cache);
-        }
-        let gateway = gateway.build()?;
+            .defer_run_start()
+            .build()?;
 
         let might_run_code = config.mode == Mode::Code
             || (config.mode == Mode::Auto && config.auto_deferred_mode == Mode::Code);
@@ -504,16 +482,10 @@ impl Session {
         SessionBuilder {
             config,
             mode: None,
-            snapshot: None,
-            policy: Policy::allow_all(),
-            run: RunContext::default(),
-            hooks: Vec::new(),
-            approvals: None,
-            log: SessionLog::discard(),
+            gateway: Gateway::builder(CatalogSnapshot::build(Vec::new())),
             context_tokens: None,
             worker_binary: None,
             warm_pool: None,
-            index_cache: None,
         }
     }
 
@@ -653,7 +625,18 @@ impl Session {
 
     /// `tool_call` whatever the mode: `{id, args}` in any shape the gateway accepts.
     pub async fn call(&self, request: &Value) -> Reply {
-        match self.inner.gateway.call(request).await {
+        let outcome = self.inner.gateway.call(request).await;
+        self.reply(outcome)
+    }
+
+    /// Calls `id` with `args`: the same answer as `call(&{"id": id, "args": args})`.
+    pub async fn call_tool(&self, id: &str, args: Value) -> Reply {
+        let outcome = self.inner.gateway.call_tool(id, args).await;
+        self.reply(outcome)
+    }
+
+    fn reply(&self, outcome: CallOutcome) -> Reply {
+        match outcome {
             CallOutcome::Done(envelope) => Reply::Done(envelope),
             CallOutcome::ClientCallRequired(call) => Reply::ClientCall(call),
             CallOutcome::Failed(error) => self.failed(error),

@@ -41,14 +41,15 @@ pub use names::ProviderNames;
 pub use names::is_valid_provider_name;
 pub use recover::Recovered;
 
-use std::collections::{BTreeMap, VecDeque};
-use std::sync::{Arc, Mutex, OnceLock};
+use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use serde::Serialize;
 use serde_json::{Value, json};
 
+use crate::cache::OnceCache;
 use crate::catalog::{Descriptor, Fingerprint, Source};
-use crate::config::{Config, DirectoryStyle, Mode};
+use crate::config::{Config, DirectoryStyle, Mode, SearchLimits};
 use crate::directory::{self, Namespace, Row};
 use crate::gateway::{CallError, CallOutcome, ClientCall, Envelope, Gateway, Record};
 use crate::policy::Authorized;
@@ -252,30 +253,15 @@ fn scrub_schema_texts(schema: &mut Value, depth: usize) {
     }
 }
 
-type NameCacheKey = (Fingerprint, u64);
-type NameCache = Mutex<VecDeque<(NameCacheKey, Arc<ProviderNames>)>>;
-
 /// Provider names per (snapshot, policy): computed once (R-1.7 caches).
 fn names_for(view: &Authorized) -> Arc<ProviderNames> {
-    static CACHE: OnceLock<NameCache> = OnceLock::new();
-    let key = view.cache_key();
-    let cache = CACHE.get_or_init(|| Mutex::new(VecDeque::new()));
-    if let Some((_, names)) = cache.locked().iter().find(|(k, _)| *k == key) {
-        return names.clone();
-    }
-    let names = Arc::new(ProviderNames::assign(
-        view.tools().chain(view.direct_only()),
-    ));
-    let mut entries = cache.locked();
-    if entries.len() >= 8 {
-        entries.pop_front();
-    }
-    entries.push_back((key, names.clone()));
-    names
+    static CACHE: OnceCache<(Fingerprint, u64), Arc<ProviderNames>> = OnceCache::new(8);
+    CACHE.get_or_init(view.cache_key(), || {
+        Arc::new(ProviderNames::assign(
+            view.tools().chain(view.direct_only()),
+        ))
+    })
 }
-
-type DirectoryKey = (Fingerprint, u64, usize, bool);
-type DirectoryCache = Mutex<VecDeque<(DirectoryKey, Arc<String>)>>;
 
 /// Directory text per (snapshot, policy, budget, style): deterministic bytes, rendered once.
 fn directory_for(
@@ -284,7 +270,7 @@ fn directory_for(
     budget: usize,
     style: DirectoryStyle,
 ) -> Arc<String> {
-    static CACHE: OnceLock<DirectoryCache> = OnceLock::new();
+    static CACHE: OnceCache<(Fingerprint, u64, usize, bool), Arc<String>> = OnceCache::new(16);
     let (fingerprint, policy) = view.cache_key();
     let key = (
         fingerprint,
@@ -292,30 +278,22 @@ fn directory_for(
         budget,
         style == DirectoryStyle::Namespaces,
     );
-    let cache = CACHE.get_or_init(|| Mutex::new(VecDeque::new()));
-    if let Some((_, text)) = cache.locked().iter().find(|(k, _)| *k == key) {
-        return text.clone();
-    }
-    let text = Arc::new(match style {
-        DirectoryStyle::List => {
-            let rows: Vec<Row> = view
-                .tools()
-                .filter(|t| t.is_trusted() && !t.is_core_primitive())
-                .map(|t| Row {
-                    name: names.name_of(&t.id).unwrap_or(&t.name).to_string(),
-                    description: t.description.clone(),
-                })
-                .collect();
-            directory::render(rows, budget).text
-        }
-        DirectoryStyle::Namespaces => namespace_index(view, names),
-    });
-    let mut entries = cache.locked();
-    if entries.len() >= 16 {
-        entries.pop_front();
-    }
-    entries.push_back((key, text.clone()));
-    text
+    CACHE.get_or_init(key, || {
+        Arc::new(match style {
+            DirectoryStyle::List => {
+                let rows: Vec<Row> = view
+                    .tools()
+                    .filter(|t| t.is_trusted() && !t.is_core_primitive())
+                    .map(|t| Row {
+                        name: names.name_of(&t.id).unwrap_or(&t.name).to_string(),
+                        description: t.description.clone(),
+                    })
+                    .collect();
+                directory::render(rows, budget).text
+            }
+            DirectoryStyle::Namespaces => namespace_index(view, names),
+        })
+    })
 }
 
 /// The namespace index of the allowed catalog: trusted namespaces with representative names,
@@ -343,6 +321,133 @@ pub fn namespace_index(view: &Authorized, names: &ProviderNames) -> String {
     directory::render_namespaces(namespaces.into_values().collect())
 }
 
+/// `auto`'s decision: direct while every tool's definition fits the tool and token
+/// bounds, the configured deferred mode past them.
+fn auto_decision(
+    view: &Authorized,
+    names: &ProviderNames,
+    options: &SurfaceOptions,
+) -> (AutoDecision, Mode) {
+    let config = &options.config;
+    let direct = direct_tools(view, names);
+    let bytes: usize = direct
+        .iter()
+        .map(|d| to_format(d, Format::OpenAi).to_string().len())
+        .sum();
+    let schema_tokens = estimated_tokens(bytes);
+    let max_schema_tokens = match options.context_tokens {
+        Some(tokens) => config.auto_max_schema_tokens.min(tokens / 10),
+        None => config.auto_max_schema_tokens,
+    };
+    let mode = if direct.len() <= config.auto_max_tools && schema_tokens <= max_schema_tokens {
+        Mode::Direct
+    } else {
+        config.auto_deferred_mode
+    };
+    let decision = AutoDecision {
+        tools: direct.len(),
+        schema_tokens,
+        max_tools: config.auto_max_tools,
+        max_schema_tokens,
+        chosen: mode.to_string(),
+    };
+    (decision, mode)
+}
+
+/// A control's definition.
+fn control(name: &str, description: String, parameters: Value, c: Control) -> ToolDefinition {
+    ToolDefinition {
+        name: name.to_string(),
+        description,
+        parameters,
+        target: Target::Control(c),
+    }
+}
+
+/// The three structured controls: `tool_search`, `tool_describe`, `tool_call`.
+fn structured_controls(limits: SearchLimits) -> [ToolDefinition; 3] {
+    [
+        control(
+            "tool_search",
+            prompt::tool_search_description().to_string(),
+            prompt::tool_search_parameters(limits),
+            Control::Search,
+        ),
+        control(
+            "tool_describe",
+            prompt::tool_describe_description().to_string(),
+            prompt::tool_describe_parameters(),
+            Control::Describe,
+        ),
+        control(
+            "tool_call",
+            prompt::tool_call_description().to_string(),
+            prompt::tool_call_parameters(),
+            Control::Call,
+        ),
+    ]
+}
+
+/// What `mode` declares: its tool definitions and its system-prompt sections.
+fn declared(
+    mode: Mode,
+    view: &Authorized,
+    names: &ProviderNames,
+    options: &SurfaceOptions,
+) -> (Vec<ToolDefinition>, Vec<PromptSection>) {
+    let config = &options.config;
+    let mut tools: Vec<ToolDefinition> = Vec::new();
+    let mut prompt: Vec<PromptSection> = Vec::new();
+    match mode {
+        Mode::Direct | Mode::Auto => {
+            tools = direct_tools(view, names);
+        }
+        Mode::Tools => {
+            tools.extend(structured_controls(config.search_limits));
+            tools.extend(always_visible(view, names));
+            prompt.push(PromptSection {
+                name: "tools_note",
+                text: prompt::TOOLS_NOTE.to_string(),
+            });
+        }
+        Mode::Directory => {
+            tools.extend(structured_controls(config.search_limits));
+            tools.extend(always_visible(view, names));
+            tools.extend(
+                view.tools()
+                    .filter(|t| t.source == Source::Client)
+                    .map(|t| direct_definition(t, names)),
+            );
+            prompt.push(PromptSection {
+                name: "directory_note",
+                text: prompt::DIRECTORY_NOTE.to_string(),
+            });
+            let budget = directory::directory_budget(options.context_tokens);
+            prompt.push(PromptSection {
+                name: match config.directory {
+                    DirectoryStyle::List => "directory",
+                    DirectoryStyle::Namespaces => "namespace_index",
+                },
+                text: directory_for(view, names, budget, config.directory).to_string(),
+            });
+        }
+        Mode::Code => {
+            tools.push(control(
+                "tool_search_code",
+                prompt::tool_search_code_description(config.code_timeout.as_millis()),
+                prompt::tool_search_code_parameters(),
+                Control::Code,
+            ));
+            tools.extend(always_visible(view, names));
+            prompt.push(PromptSection {
+                name: "code_note",
+                text: prompt::CODE_NOTE.to_string(),
+            });
+        }
+    }
+    (tools, prompt)
+}
+
 /// Estimated tokens of serialized tool definitions: ceil(compact bytes / 4).
 pub fn estimated_tokens(bytes: usize) -> usize {
     bytes.div_ceil(4)
@@ -362,29 +467,9 @@ impl Surface {
         let mut auto = None;
         let mut mode = requested;
         if mode == Mode::Auto {
-            let direct = direct_tools(&view, &names);
-            let bytes: usize = direct
-                .iter()
-                .map(|d| to_format(d, Format::OpenAi).to_string().len())
-                .sum();
-            let schema_tokens = estimated_tokens(bytes);
-            let max_schema_tokens = match options.context_tokens {
-                Some(tokens) => config.auto_max_schema_tokens.min(tokens / 10),
-                None => config.auto_max_schema_tokens,
-            };
-            mode = if direct.len() <= config.auto_max_tools && schema_tokens <= max_schema_tokens {
-                Mode::Direct
-            } else {
-                config.auto_deferred_mode
-            };
-            let decision = AutoDecision {
-                tools: direct.len(),
-                schema_tokens,
-                max_tools: config.auto_max_tools,
-                max_schema_tokens,
-                chosen: mode.to_string(),
-            };
-            auto = Some(decision);
+            let decision = auto_decision(&view, &names, options);
+            mode = decision.1;
+            auto = Some(decision.0);
         }
         let mut fallback = None;
         let mut fallback_reason = None;
@@ -398,84 +483,7 @@ impl Surface {
             mode = Mode::Tools;
         }
 
-        let limits = config.search_limits;
-        let mut tools: Vec<ToolDefinition> = Vec::new();
-        let mut prompt: Vec<PromptSection> = Vec::new();
-        let control =
-            |name: &str, description: String, parameters: Value, c: Control| ToolDefinition {
-                name: name.to_string(),
-                description,
-                parameters,
-                target: Target::Control(c),
-            };
-        let structured = |tools: &mut Vec<ToolDefinition>| {
-            tools.push(control(
-                "tool_search",
-                prompt::tool_search_description().to_string(),
-                prompt::tool_search_parameters(limits),
-                Control::Search,
-            ));
-            tools.push(control(
-                "tool_describe",
-                prompt::tool_describe_description().to_string(),
-                prompt::tool_describe_parameters(),
-                Control::Describe,
-            ));
-            tools.push(control(
-                "tool_call",
-                prompt::tool_call_description().to_string(),
-                prompt::tool_call_parameters(),
-                Control::Call,
-            ));
-        };
-        match mode {
-            Mode::Direct | Mode::Auto => {
-                tools = direct_tools(&view, &names);
-            }
-            Mode::Tools => {
-                structured(&mut tools);
-                tools.extend(always_visible(&view, &names));
-                prompt.push(PromptSection {
-                    name: "tools_note",
-                    text: prompt::TOOLS_NOTE.to_string(),
-                });
-            }
-            Mode::Directory => {
-                structured(&mut tools);
-                tools.extend(always_visible(&view, &names));
-                tools.extend(
-                    view.tools()
-                        .filter(|t| t.source == Source::Client)
-                        .map(|t| direct_definition(t, &names)),
-                );
-                prompt.push(PromptSection {
-                    name: "directory_note",
-                    text: prompt::DIRECTORY_NOTE.to_string(),
-                });
-                let budget = directory::directory_budget(options.context_tokens);
-                prompt.push(PromptSection {
-                    name: match config.directory {
-                        DirectoryStyle::List => "directory",
-                        DirectoryStyle::Namespaces => "namespace_index",
-                    },
-                    text: directory_for(&view, &names, budget, config.directory).to_string(),
-                });
-            }
-            Mode::Code => {
-                tools.push(control(
-                    "tool_search_code",
-                    prompt::tool_search_code_description(config.code_timeout.as_millis()),
-                    prompt::tool_search_code_parameters(),
-                    Control::Code,
-                ));
-                tools.extend(always_visible(&view, &names));
-                prompt.push(PromptSection {
-                    name: "code_note",
-                    text: prompt::CODE_NOTE.to_string(),
-                });
-            }
-        }
-
+        let (tools, prompt) = declared(mode, &view, &names, options);
         let mut callable: BTreeMap<String, String> = BTreeMap::new();
         for tool in &tools {
             if let Target::Tool(id) = &tool.target {
@@ -711,10 +719,7 @@ impl Surface {
                     (None, None) => Dispatch::Failed(Guidance::missing_code(code)),
                 }
             }
-            Some(Target::Tool(id)) => gateway
-                .call(&json!({"id": id, "args": arguments}))
-                .await
-                .into(),
+            Some(Target::Tool(id)) => gateway.call_tool(&id, arguments.clone()).await.into(),
             None => match self.plan_of(gateway, name, arguments) {
                 Some(plan) => {
                     let (dispatched, found) = self.run_plan(gateway, supervisor, name, &plan).await;
@@ -728,10 +733,7 @@ impl Surface {
                         recovered = Some(found);
                         dispatched
                     }
-                    Lenient::Hydrate(id) => gateway
-                        .call(&json!({"id": id, "args": arguments}))
-                        .await
-                        .into(),
+                    Lenient::Hydrate(id) => gateway.call_tool(&id, arguments.clone()).await.into(),
                     Lenient::Failed(error) => Dispatch::Failed(error),
                 },
             },
@@ -859,8 +861,8 @@ impl Surface {
                     Err(error) => Dispatch::Failed(error),
                 },
                 recover::Op::Call => {
-                    match crate::sandbox::call_request(plan.first(), plan.second()) {
-                        Some(request) => gateway.call(&request).await.into(),
+                    match crate::sandbox::CellCall::of(plan.first(), plan.second()) {
+                        Some(call) => call.run(gateway).await.into(),
                         None => Dispatch::Failed(
                             CallError::new(
                                 crate::gateway::ErrorKind::BadRequest,

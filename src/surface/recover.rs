@@ -580,231 +580,302 @@ fn is_ident(b: u8) -> bool {
 /// Scans `code`; `None` when it cannot be scanned (an unterminated string, comment, template or
 /// bracket): such a body is left alone.
 fn scan(code: &str) -> Option<Scan> {
-    let b = code.as_bytes();
-    let mut i = 0;
-    let mut stack: Vec<Open> = Vec::new();
-    let mut last = Last::Start;
-    let mut pending = true;
-    let mut newline = false;
-    let mut scan = Scan {
-        starts: Vec::new(),
-        end: 0,
-        returns: false,
+    let mut scanner = Scanner {
+        code,
+        b: code.as_bytes(),
+        i: 0,
+        stack: Vec::new(),
+        last: Last::Start,
+        pending: true,
+        newline: false,
+        scan: Scan {
+            starts: Vec::new(),
+            end: 0,
+            returns: false,
+        },
     };
-    // A template literal's text from `i` (just after a backtick or a `}` closing `${`): returns
-    // the index after the closing backtick, or after `${` (pushing a template frame).
-    fn template(b: &[u8], mut i: usize, stack: &mut Vec<Open>) -> Option<(usize, bool)> {
+    while scanner.i < scanner.b.len() {
+        if scanner.skip_trivia()? {
+            continue;
+        }
+        // A significant token starts at `i`.
+        let top = scanner.stack.is_empty();
+        if top {
+            scanner.mark_statement_start();
+        }
+        scanner.newline = false;
+        if scanner.token(top)? {
+            scanner.scan.end = scanner.i;
+        }
+    }
+    scanner.stack.is_empty().then_some(scanner.scan)
+}
+
+/// The state of [`scan`] between tokens.
+struct Scanner<'a> {
+    code: &'a str,
+    b: &'a [u8],
+    /// The byte offset being looked at.
+    i: usize,
+    stack: Vec<Open>,
+    last: Last,
+    /// The next top-level token starts a statement.
+    pending: bool,
+    /// A line break since the last token.
+    newline: bool,
+    scan: Scan,
+}
+
+impl<'a> Scanner<'a> {
+    /// The text of the last token if it is a word, else "".
+    fn last_word(&self) -> &'a str {
+        match self.last {
+            Last::Word(s, e) => &self.code[s..e],
+            _ => "",
+        }
+    }
+
+    /// Skips one whitespace character or one comment at `i`, noting line breaks: `Some(false)`
+    /// when a significant token starts there, `None` at an unterminated comment.
+    fn skip_trivia(&mut self) -> Option<bool> {
+        let (b, i) = (self.b, self.i);
+        let c = b[i];
+        if c == b'\n' {
+            self.newline = true;
+            self.i += 1;
+        } else if c.is_ascii_whitespace() {
+            self.i += 1;
+        } else if c == b'/' && b.get(i + 1) == Some(&b'/') {
+            while self.i < b.len() && b[self.i] != b'\n' {
+                self.i += 1;
+            }
+        } else if c == b'/' && b.get(i + 1) == Some(&b'*') {
+            let end = self.code[i + 2..].find("*/")? + i + 2;
+            if self.code[i..end].contains('\n') {
+                self.newline = true;
+            }
+            self.i = end + 2;
+        } else {
+            return Some(false);
+        }
+        Some(true)
+    }
+
+    /// Records a top-level statement starting at `i`: after a `;` or a block, or after a line
+    /// break that ends an expression (automatic semicolon insertion).
+    fn mark_statement_start(&mut self) {
+        let c = self.b[self.i];
+        let continuing = matches!(
+            word_at(self.code, self.i),
+            Some("else" | "catch" | "finally")
+        );
+        let asi = self.newline
+            && !self.pending
+            && !continuing
+            && (is_ident_start(c) || c.is_ascii_digit() || c == b'"' || c == b'\'')
+            && match self.last {
+                Last::Value => true,
+                Last::Word(..) => !CONTINUING_KEYWORDS.contains(&self.last_word()),
+                _ => false,
+            };
+        if continuing {
+            self.pending = false;
+        } else if self.pending || asi {
+            self.scan.starts.push(self.i);
+            self.pending = false;
+        }
+    }
+
+    /// Reads the significant token at `i`: `Some(true)` when it extends the body's end,
+    /// `Some(false)` for a top-level `;`, `None` when the code cannot be scanned.
+    fn token(&mut self, top: bool) -> Option<bool> {
+        match self.b[self.i] {
+            quote @ (b'"' | b'\'') => self.string(quote)?,
+            b'`' => self.template(self.i + 1)?,
+            b'/' => self.slash()?,
+            b'(' => {
+                let header = matches!(self.last_word(), "if" | "for" | "while" | "with" | "switch");
+                self.open(Open::Paren { header }, Last::Punct(b'('));
+            }
+            b'[' => self.open(Open::Bracket, Last::Punct(b'[')),
+            b'{' => self.open_brace(top),
+            close @ (b')' | b']') => self.close(close)?,
+            b'}' => self.close_brace()?,
+            b';' => {
+                self.i += 1;
+                self.last = Last::Start;
+                if top {
+                    self.pending = true;
+                    return Some(false);
+                }
+            }
+            c if is_ident_start(c) => self.word(top),
+            c if c.is_ascii_digit() => self.number(),
+            other => {
+                self.i += 1;
+                self.last = Last::Punct(other);
+            }
+        }
+        Some(true)
+    }
+
+    /// A string literal opened by `quote` at `i` (it may not span lines).
+    fn string(&mut self, quote: u8) -> Option<()> {
+        let b = self.b;
+        let mut j = self.i + 1;
+        loop {
+            match b.get(j)? {
+                b'\\' => j += 2,
+                b'\n' => return None,
+                q if *q == quote => break,
+                _ => j += 1,
+            }
+        }
+        self.i = j + 1;
+        self.last = Last::Value;
+        Some(())
+    }
+
+    /// A template literal's text from `from` (just after a backtick or a `}` closing `${`): up
+    /// to the closing backtick (a value), or to `${` (pushing a template frame).
+    fn template(&mut self, from: usize) -> Option<()> {
+        let b = self.b;
+        let mut i = from;
         while i < b.len() {
             match b[i] {
                 b'\\' => i += 2,
-                b'`' => return Some((i + 1, true)),
+                b'`' => {
+                    self.i = i + 1;
+                    self.last = Last::Value;
+                    return Some(());
+                }
                 b'$' if b.get(i + 1) == Some(&b'{') => {
-                    stack.push(Open::Template);
-                    return Some((i + 2, false));
+                    self.stack.push(Open::Template);
+                    self.i = i + 2;
+                    self.last = Last::Start;
+                    return Some(());
                 }
                 _ => i += 1,
             }
         }
         None
     }
-    let word_text = |last: Last| match last {
-        Last::Word(s, e) => &code[s..e],
-        _ => "",
-    };
-    while i < b.len() {
-        let c = b[i];
-        if c == b'\n' {
-            newline = true;
-            i += 1;
-            continue;
+
+    /// Whether a `/` at `i` starts a regex literal rather than dividing.
+    fn regex_allowed(&self) -> bool {
+        match self.last {
+            Last::Start | Last::Punct(_) => true,
+            Last::Word(..) => CONTINUING_KEYWORDS.contains(&self.last_word()),
+            Last::Value | Last::Header => self.last == Last::Header,
         }
-        if c.is_ascii_whitespace() {
-            i += 1;
-            continue;
-        }
-        if c == b'/' && b.get(i + 1) == Some(&b'/') {
-            while i < b.len() && b[i] != b'\n' {
-                i += 1;
-            }
-            continue;
-        }
-        if c == b'/' && b.get(i + 1) == Some(&b'*') {
-            let end = code[i + 2..].find("*/")? + i + 2;
-            if code[i..end].contains('\n') {
-                newline = true;
-            }
-            i = end + 2;
-            continue;
-        }
-        // A significant token starts at `i`.
-        let top = stack.is_empty();
-        if top {
-            let continuing = matches!(word_at(code, i), Some("else" | "catch" | "finally"));
-            let asi = newline
-                && !pending
-                && !continuing
-                && (is_ident_start(c) || c.is_ascii_digit() || c == b'"' || c == b'\'')
-                && match last {
-                    Last::Value => true,
-                    Last::Word(..) => !CONTINUING_KEYWORDS.contains(&word_text(last)),
-                    _ => false,
-                };
-            if continuing {
-                pending = false;
-            } else if pending || asi {
-                scan.starts.push(i);
-                pending = false;
-            }
-        }
-        newline = false;
-        match c {
-            b'"' | b'\'' => {
-                let mut j = i + 1;
-                loop {
-                    match b.get(j)? {
-                        b'\\' => j += 2,
-                        b'\n' => return None,
-                        q if *q == c => break,
-                        _ => j += 1,
-                    }
-                }
-                i = j + 1;
-                last = Last::Value;
-            }
-            b'`' => {
-                let (next, closed) = template(b, i + 1, &mut stack)?;
-                i = next;
-                if closed {
-                    last = Last::Value;
-                } else {
-                    last = Last::Start;
-                }
-            }
-            b'/' => {
-                let regex = match last {
-                    Last::Start | Last::Punct(_) => true,
-                    Last::Word(..) => CONTINUING_KEYWORDS.contains(&word_text(last)),
-                    Last::Value | Last::Header => last == Last::Header,
-                };
-                if regex {
-                    let mut j = i + 1;
-                    let mut class = false;
-                    loop {
-                        match b.get(j)? {
-                            b'\\' => j += 2,
-                            b'\n' => return None,
-                            b'[' => {
-                                class = true;
-                                j += 1
-                            }
-                            b']' => {
-                                class = false;
-                                j += 1
-                            }
-                            b'/' if !class => break,
-                            _ => j += 1,
-                        }
-                    }
-                    j += 1;
-                    while j < b.len() && is_ident(b[j]) {
-                        j += 1;
-                    }
-                    i = j;
-                    last = Last::Value;
-                } else {
-                    i += 1;
-                    last = Last::Punct(b'/');
-                }
-            }
-            b'(' => {
-                let header = matches!(word_text(last), "if" | "for" | "while" | "with" | "switch");
-                stack.push(Open::Paren { header });
-                i += 1;
-                last = Last::Punct(b'(');
-            }
-            b'[' => {
-                stack.push(Open::Bracket);
-                i += 1;
-                last = Last::Punct(b'[');
-            }
-            b'{' => {
-                let block = top
-                    && (matches!(last, Last::Start | Last::Header)
-                        || matches!(word_text(last), "else" | "try" | "finally" | "do")
-                        || (last == Last::Value && prev_is_close_paren(code, i)));
-                stack.push(if block { Open::Block } else { Open::Brace });
-                i += 1;
-                last = Last::Start;
-            }
-            b')' | b']' => {
-                let open = stack.pop()?;
-                match (c, open) {
-                    (b')', Open::Paren { header }) => {
-                        last = if header { Last::Header } else { Last::Value };
-                    }
-                    (b']', Open::Bracket) => last = Last::Value,
-                    _ => return None,
-                }
-                i += 1;
-            }
-            b'}' => {
-                match stack.pop()? {
-                    Open::Template => {
-                        let (next, closed) = template(b, i + 1, &mut stack)?;
-                        i = next;
-                        scan.end = i;
-                        last = if closed { Last::Value } else { Last::Start };
-                        continue;
-                    }
-                    Open::Block => {
-                        if stack.is_empty() {
-                            pending = true;
-                        }
-                        last = Last::Start;
-                    }
-                    Open::Brace => last = Last::Value,
-                    Open::Paren { .. } | Open::Bracket => return None,
-                }
-                i += 1;
-            }
-            b';' => {
-                i += 1;
-                last = Last::Start;
-                if top {
-                    pending = true;
-                    continue;
-                }
-            }
-            c if is_ident_start(c) => {
-                let start = i;
-                while i < b.len() && is_ident(b[i]) {
-                    i += 1;
-                }
-                let word = &code[start..i];
-                let property = matches!(last, Last::Punct(b'.'));
-                if top && word == "return" && !property {
-                    scan.returns = true;
-                }
-                last = if property {
-                    Last::Value
-                } else {
-                    Last::Word(start, i)
-                };
-            }
-            c if c.is_ascii_digit() => {
-                while i < b.len() && (is_ident(b[i]) || b[i] == b'.') {
-                    i += 1;
-                }
-                last = Last::Value;
-            }
-            other => {
-                i += 1;
-                last = Last::Punct(other);
-            }
-        }
-        scan.end = i;
     }
-    stack.is_empty().then_some(scan)
+
+    /// A `/` at `i`: a regex literal with its flags, or a division.
+    fn slash(&mut self) -> Option<()> {
+        if !self.regex_allowed() {
+            self.i += 1;
+            self.last = Last::Punct(b'/');
+            return Some(());
+        }
+        let b = self.b;
+        let mut j = self.i + 1;
+        let mut class = false;
+        loop {
+            match b.get(j)? {
+                b'\\' => j += 2,
+                b'\n' => return None,
+                b'[' => {
+                    class = true;
+                    j += 1
+                }
+                b']' => {
+                    class = false;
+                    j += 1
+                }
+                b'/' if !class => break,
+                _ => j += 1,
+            }
+        }
+        j += 1;
+        while j < b.len() && is_ident(b[j]) {
+            j += 1;
+        }
+        self.i = j;
+        self.last = Last::Value;
+        Some(())
+    }
+
+    /// Pushes `open` for the bracket at `i`.
+    fn open(&mut self, open: Open, last: Last) {
+        self.stack.push(open);
+        self.i += 1;
+        self.last = last;
+    }
+
+    /// A `{` at `i`: a block at statement level, else an object literal or function body.
+    fn open_brace(&mut self, top: bool) {
+        let last = self.last;
+        let block = top
+            && (matches!(last, Last::Start | Last::Header)
+                || matches!(self.last_word(), "else" | "try" | "finally" | "do")
+                || (last == Last::Value && prev_is_close_paren(self.code, self.i)));
+        let open = if block { Open::Block } else { Open::Brace };
+        self.open(open, Last::Start);
+    }
+
+    /// A `)` or `]` at `i`, which must close the innermost bracket.
+    fn close(&mut self, close: u8) -> Option<()> {
+        self.last = match (close, self.stack.pop()?) {
+            (b')', Open::Paren { header: true }) => Last::Header,
+            (b')', Open::Paren { header: false }) | (b']', Open::Bracket) => Last::Value,
+            _ => return None,
+        };
+        self.i += 1;
+        Some(())
+    }
+
+    /// A `}` at `i`: ends a template's `${`, a block or an object literal.
+    fn close_brace(&mut self) -> Option<()> {
+        match self.stack.pop()? {
+            Open::Template => return self.template(self.i + 1),
+            Open::Block => {
+                if self.stack.is_empty() {
+                    self.pending = true;
+                }
+                self.last = Last::Start;
+            }
+            Open::Brace => self.last = Last::Value,
+            Open::Paren { .. } | Open::Bracket => return None,
+        }
+        self.i += 1;
+        Some(())
+    }
+
+    /// An identifier or keyword at `i` (a `return` at the top level is noted).
+    fn word(&mut self, top: bool) {
+        let start = self.i;
+        while self.i < self.b.len() && is_ident(self.b[self.i]) {
+            self.i += 1;
+        }
+        let property = matches!(self.last, Last::Punct(b'.'));
+        let word = &self.code[start..self.i];
+        if top && word == "return" && !property {
+            self.scan.returns = true;
+        }
+        self.last = if property {
+            Last::Value
+        } else {
+            Last::Word(start, self.i)
+        };
+    }
+
+    /// A number at `i`.
+    fn number(&mut self) {
+        while self.i < self.b.len() && (is_ident(self.b[self.i]) || self.b[self.i] == b'.') {
+            self.i += 1;
+        }
+        self.last = Last::Value;
+    }
 }
 
 fn prev_is_close_paren(code: &str, i: usize) -> bool {

@@ -4,8 +4,8 @@
 
 use serde_json::json;
 
-use super::super::kit::{Args, Handler, Reply, fail, ok};
-use super::super::world::DemoWorld;
+use super::super::kit::{Args, Reply, fail, ok};
+use super::super::world::{DemoWorld, Handler};
 use crate::sync::lock;
 
 pub(crate) fn handler(name: &str) -> Option<Handler> {

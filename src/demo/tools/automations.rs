@@ -12,8 +12,8 @@ use serde_json::{Value, json};
 use super::super::clock::{
     DAY, DEMO_NOW, civil_from_days, format_offset, format_utc, parse_timestamp, weekday_index, zone,
 };
-use super::super::kit::{Args, Handler, Reply, fail, next_id, not_found, ok, ok_text};
-use super::super::world::DemoWorld;
+use super::super::kit::{Args, Changed, Kind, Reply, fail, listed, next_id, ok, ok_text};
+use super::super::world::{DemoWorld, Handler};
 use crate::catalog::ToolError;
 use crate::sync::lock;
 
@@ -389,17 +389,16 @@ impl Automations {
     }
 
     fn automation_mut(&mut self, id: &str) -> Result<&mut Automation, ToolError> {
-        self.automations
-            .get_mut(id)
-            .ok_or_else(|| not_found("automation", id, "list them with list_automations"))
+        AUTOMATION.get_mut(&mut self.automations, id)
     }
 
     fn reminder_mut(&mut self, id: &str) -> Result<&mut Reminder, ToolError> {
-        self.reminders
-            .get_mut(id)
-            .ok_or_else(|| not_found("reminder", id, "list them with list_reminders"))
+        REMINDER.get_mut(&mut self.reminders, id)
     }
 }
+
+const AUTOMATION: Kind = Kind::new("automation", "list them with list_automations");
+const REMINDER: Kind = Kind::new("reminder", "list them with list_reminders");
 
 fn create_automation(world: &DemoWorld, args: &Args<'_>) -> Reply {
     let name = args.str("name")?.trim();
@@ -437,14 +436,11 @@ fn create_automation(world: &DemoWorld, args: &Args<'_>) -> Reply {
 fn list_automations(world: &DemoWorld, args: &Args<'_>) -> Reply {
     let status = args.str_or("status", "all")?;
     let state = lock(&world.automations);
-    let list: Vec<Value> = state
+    let list = state
         .automations
         .values()
-        .filter(|a| status == "all" || (status == "active") == a.active)
-        .map(Automation::to_json)
-        .collect();
-    let total = list.len();
-    ok(json!({"automations": list, "total": total}))
+        .filter(|a| status == "all" || (status == "active") == a.active);
+    ok(listed("automations", list.map(Automation::to_json)))
 }
 
 fn get_automation(world: &DemoWorld, args: &Args<'_>) -> Reply {
@@ -461,28 +457,19 @@ fn update_automation(world: &DemoWorld, args: &Args<'_>) -> Reply {
     let (action, name) = (args.opt_str("action")?, args.opt_str("name")?);
     let mut state = lock(&world.automations);
     let a = state.automation_mut(args.str("automation_id")?)?;
-    let mut changed = Vec::new();
+    let mut changed = Changed::default();
     if let Some((text, parsed)) = cron {
         a.cron_text = text;
         a.cron = parsed;
-        changed.push("cron");
+        changed.note("cron");
     }
-    if let Some(v) = action {
-        a.action = v.to_string();
-        changed.push("action");
-    }
-    if let Some(v) = name {
-        a.name = v.to_string();
-        changed.push("name");
-    }
+    changed.set("action", &mut a.action, action);
+    changed.set("name", &mut a.name, name);
     let details = json!({"automation": a.to_json(), "changed": changed});
-    if changed.is_empty() {
-        return ok_text(
-            details,
-            "Nothing changed: pass cron, action or name to update the automation.",
-        );
-    }
-    ok(details)
+    changed.reply(
+        details,
+        "Nothing changed: pass cron, action or name to update the automation.",
+    )
 }
 
 fn set_active(world: &DemoWorld, args: &Args<'_>, active: bool) -> Reply {
@@ -508,12 +495,8 @@ fn resume_automation(world: &DemoWorld, args: &Args<'_>) -> Reply {
 }
 
 fn delete_automation(world: &DemoWorld, args: &Args<'_>) -> Reply {
-    let id = args.str("automation_id")?;
     let mut state = lock(&world.automations);
-    let a = state
-        .automations
-        .remove(id)
-        .ok_or_else(|| not_found("automation", id, "list them with list_automations"))?;
+    let a = AUTOMATION.take(&mut state.automations, args.str("automation_id")?)?;
     ok(
         json!({"deleted": {"id": a.id, "name": a.name}, "runs_removed": a.runs.len(), "automations_left": state.automations.len()}),
     )
@@ -559,10 +542,7 @@ fn preview_cron(_world: &DemoWorld, args: &Args<'_>) -> Reply {
 }
 
 fn create_reminder(world: &DemoWorld, args: &Args<'_>) -> Reply {
-    let text = args.str("text")?.trim();
-    if text.is_empty() {
-        return Err(fail("text must not be empty"));
-    }
+    let text = args.trimmed("text")?;
     let at = parse_timestamp(args.str("at")?)?;
     if at <= DEMO_NOW {
         return Err(fail(format!(

@@ -8,8 +8,10 @@ use serde_json::{Value, json};
 use super::super::clock::{
     DAY, DEMO_NOW, days_from_civil, format_date, format_utc, parse_date, parse_timestamp, weekday,
 };
-use super::super::kit::{Args, Handler, Reply, fail, matches_all, next_id, not_found, ok, ok_text};
-use super::super::world::DemoWorld;
+use super::super::kit::{
+    Args, Changed, Kind, Reply, fail, listed_first, matches_all, next_id, ok, ok_text, unique_name,
+};
+use super::super::world::{DemoWorld, Handler};
 use crate::catalog::ToolError;
 use crate::sync::lock;
 
@@ -207,23 +209,15 @@ impl Calendar {
     }
 
     fn event(&self, id: &str) -> Result<&Event, ToolError> {
-        self.events
-            .get(id)
-            .ok_or_else(|| not_found("event", id, "find ids with list_events or search_events"))
+        EVENT.get(&self.events, id)
     }
 
     fn event_mut(&mut self, id: &str) -> Result<&mut Event, ToolError> {
-        self.events
-            .get_mut(id)
-            .ok_or_else(|| not_found("event", id, "find ids with list_events or search_events"))
+        EVENT.get_mut(&mut self.events, id)
     }
 
     fn check_calendar(&self, id: &str) -> Result<(), ToolError> {
-        if self.calendars.contains_key(id) {
-            Ok(())
-        } else {
-            Err(not_found("calendar", id, "list them with list_calendars"))
-        }
+        CALENDAR.check(&self.calendars, id)
     }
 
     /// Events overlapping `[from, to)`, by start time.
@@ -239,16 +233,15 @@ impl Calendar {
     }
 }
 
+const EVENT: Kind = Kind::new("event", "find ids with list_events or search_events");
+const CALENDAR: Kind = Kind::new("calendar", "list them with list_calendars");
+
 fn listing(events: &[&Event], limit: usize) -> Value {
-    let shown: Vec<Value> = events.iter().take(limit).map(|e| e.to_json()).collect();
-    json!({"events": shown, "total": events.len()})
+    listed_first("events", limit, events.iter().map(|e| e.to_json()))
 }
 
 fn create_event(world: &DemoWorld, args: &Args<'_>) -> Reply {
-    let title = args.str("title")?.trim();
-    if title.is_empty() {
-        return Err(fail("title must not be empty"));
-    }
+    let title = args.trimmed("title")?;
     let start = parse_timestamp(args.str("start")?)?;
     let end = match args.opt_str("end")? {
         Some(end) => parse_timestamp(end)?,
@@ -307,48 +300,34 @@ fn update_event(world: &DemoWorld, args: &Args<'_>) -> Reply {
     let mut cal = lock(&world.calendar);
     let event = cal.event_mut(args.str("event_id")?)?;
     let mut updated = event.clone();
-    let mut changed = Vec::new();
-    if let Some(title) = args.opt_str("title")? {
-        updated.title = title.to_string();
-        changed.push("title");
-    }
+    let mut changed = Changed::default();
+    changed.set("title", &mut updated.title, args.opt_str("title")?);
     if let Some(start) = args.opt_str("start")? {
         let duration = updated.end - updated.start;
         updated.start = parse_timestamp(start)?;
         updated.end = updated.start + duration;
-        changed.push("start");
+        changed.note("start");
     }
-    if let Some(end) = args.opt_str("end")? {
-        updated.end = parse_timestamp(end)?;
-        changed.push("end");
-    }
-    if let Some(location) = args.opt_str("location")? {
-        updated.location = Some(location.to_string());
-        changed.push("location");
-    }
+    let end = args.opt_str("end")?.map(parse_timestamp).transpose()?;
+    changed.set("end", &mut updated.end, end);
+    let location = args.opt_str("location")?.map(str::to_string);
+    changed.set("location", &mut updated.location, location);
     if updated.end <= updated.start {
         return Err(fail("end must be after start"));
     }
     *event = updated;
     let details = json!({"event": event.to_json(), "changed": changed});
-    if changed.is_empty() {
-        return ok_text(
-            details,
-            "Nothing changed: pass title, start, end or location to update the event.",
-        );
-    }
-    ok(details)
+    changed.reply(
+        details,
+        "Nothing changed: pass title, start, end or location to update the event.",
+    )
 }
 
 fn delete_event(world: &DemoWorld, args: &Args<'_>) -> Reply {
     let id = args.str("event_id")?;
     let notify = args.bool_or("notify_attendees", true)?;
     let mut cal = lock(&world.calendar);
-    cal.event(id)?;
-    let event = cal
-        .events
-        .remove(id)
-        .ok_or_else(|| fail("event vanished"))?;
+    let event = EVENT.take(&mut cal.events, id)?;
     let notified = if notify {
         event.attendees.clone()
     } else {
@@ -477,19 +456,10 @@ fn list_calendars(world: &DemoWorld, _args: &Args<'_>) -> Reply {
 }
 
 fn create_calendar(world: &DemoWorld, args: &Args<'_>) -> Reply {
-    let name = args.str("name")?.trim();
-    if name.is_empty() {
-        return Err(fail("name must not be empty"));
-    }
+    let name = args.trimmed("name")?;
     let color = args.str_or("color", "blue")?;
     let mut cal = lock(&world.calendar);
-    if cal
-        .calendars
-        .values()
-        .any(|c| c.name.eq_ignore_ascii_case(name))
-    {
-        return Err(fail(format!("a calendar named {name:?} already exists")));
-    }
+    unique_name("calendar", name, cal.calendars.values().map(|c| &c.name))?;
     let id = next_id("cal_", &mut cal.next_calendar);
     cal.calendars.insert(
         id.clone(),
@@ -509,10 +479,7 @@ fn share_calendar(world: &DemoWorld, args: &Args<'_>) -> Reply {
     let email = args.str("email")?.trim().to_lowercase();
     let role = args.str_or("role", "reader")?;
     let mut cal = lock(&world.calendar);
-    let info = cal
-        .calendars
-        .get_mut(id)
-        .ok_or_else(|| not_found("calendar", id, "list them with list_calendars"))?;
+    let info = CALENDAR.get_mut(&mut cal.calendars, id)?;
     info.shared_with.retain(|(e, _)| *e != email);
     info.shared_with.push((email, role.to_string()));
     let shared: Vec<Value> = info

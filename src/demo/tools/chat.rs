@@ -6,8 +6,8 @@ use std::collections::BTreeMap;
 use serde_json::{Value, json};
 
 use super::super::clock::{DEMO_NOW, format_utc};
-use super::super::kit::{Args, Handler, Reply, fail, matches_all, next_id, not_found, ok};
-use super::super::world::DemoWorld;
+use super::super::kit::{Args, Reply, fail, listed, matches_all, next_id, not_found, ok};
+use super::super::world::{DemoWorld, Handler};
 use crate::catalog::ToolError;
 use crate::sync::lock;
 
@@ -327,15 +327,12 @@ fn search_chat(world: &DemoWorld, args: &Args<'_>) -> Reply {
     let query = args.str("query")?;
     let channel = args.opt_str("channel")?.map(Chat::channel_name);
     let chat = lock(&world.chat);
-    let messages: Vec<Value> = chat
+    let messages = chat
         .messages
         .values()
         .filter(|m| channel.as_ref().is_none_or(|c| m.channel == *c))
-        .filter(|m| matches_all(&format!("{} {}", m.author, m.text), query))
-        .map(|m| chat.message_json(m))
-        .collect();
-    let total = messages.len();
-    ok(json!({"messages": messages, "total": total}))
+        .filter(|m| matches_all(&format!("{} {}", m.author, m.text), query));
+    ok(listed("messages", messages.map(|m| chat.message_json(m))))
 }
 
 fn react_to_message(world: &DemoWorld, args: &Args<'_>) -> Reply {

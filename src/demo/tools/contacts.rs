@@ -7,8 +7,11 @@ use serde_json::{Value, json};
 use super::super::clock::{
     DAY, DEMO_NOW, civil_from_days, days_from_civil, format_date, month_days, parse_date,
 };
-use super::super::kit::{Args, Handler, Reply, fail, matches_all, next_id, not_found, ok, ok_text};
-use super::super::world::DemoWorld;
+use super::super::kit::{
+    Args, Changed, Kind, Reply, fail, listed, listed_first, matches_all, next_id, ok, ok_text,
+    unique_name,
+};
+use super::super::world::{DemoWorld, Handler};
 use crate::catalog::ToolError;
 use crate::sync::lock;
 
@@ -140,13 +143,7 @@ impl Contacts {
     }
 
     fn contact(&self, id: &str) -> Result<&Contact, ToolError> {
-        self.contacts.get(id).ok_or_else(|| {
-            not_found(
-                "contact",
-                id,
-                "find ids with search_contacts or list_contacts",
-            )
-        })
+        CONTACT.get(&self.contacts, id)
     }
 
     fn to_json(&self, c: &Contact) -> Value {
@@ -172,7 +169,26 @@ impl Contacts {
         list.sort_by_key(|a| a.name.to_lowercase());
         list
     }
+
+    /// The contacts whose name, email, phone or company match every word of `query`, by name.
+    fn search(&self, query: &str) -> Vec<&Contact> {
+        self.sorted(|c| {
+            matches_all(
+                &format!(
+                    "{} {} {} {}",
+                    c.name,
+                    c.email,
+                    c.phone.as_deref().unwrap_or(""),
+                    c.company.as_deref().unwrap_or("")
+                ),
+                query,
+            )
+        })
+    }
 }
+
+const CONTACT: Kind = Kind::new("contact", "find ids with search_contacts or list_contacts");
+const GROUP: Kind = Kind::new("group", "list groups with list_contact_groups");
 
 fn email_arg(value: &str) -> Result<String, ToolError> {
     let email = value.trim().to_lowercase();
@@ -187,18 +203,15 @@ fn list_contacts(world: &DemoWorld, args: &Args<'_>) -> Reply {
     let group = args.opt_str("group")?;
     let book = lock(&world.contacts);
     let members = match group {
-        Some(g) => Some(
-            book.groups
-                .get(g)
-                .map(|(_, m)| m.clone())
-                .ok_or_else(|| not_found("group", g, "list groups with list_contact_groups"))?,
-        ),
+        Some(g) => Some(GROUP.get(&book.groups, g)?.1.clone()),
         None => None,
     };
     let list = book.sorted(|c| members.as_ref().is_none_or(|m| m.contains(&c.id)));
-    ok(
-        json!({"contacts": list.iter().take(limit).map(|c| book.to_json(c)).collect::<Vec<_>>(), "total": list.len()}),
-    )
+    ok(listed_first(
+        "contacts",
+        limit,
+        list.iter().map(|c| book.to_json(c)),
+    ))
 }
 
 fn get_contact(world: &DemoWorld, args: &Args<'_>) -> Reply {
@@ -208,10 +221,7 @@ fn get_contact(world: &DemoWorld, args: &Args<'_>) -> Reply {
 }
 
 fn create_contact(world: &DemoWorld, args: &Args<'_>) -> Reply {
-    let name = args.str("name")?.trim();
-    if name.is_empty() {
-        return Err(fail("name must not be empty"));
-    }
+    let name = args.trimmed("name")?;
     let email = email_arg(args.str("email")?)?;
     let birthday = args.opt_str("birthday")?.map(parse_date).transpose()?;
     let mut book = lock(&world.contacts);
@@ -241,37 +251,22 @@ fn update_contact(world: &DemoWorld, args: &Args<'_>) -> Reply {
     let (phone, company) = (args.opt_str("phone")?, args.opt_str("company")?);
     let mut book = lock(&world.contacts);
     let mut contact = book.contact(id)?.clone();
-    let mut changed = Vec::new();
-    if let Some(e) = email {
-        contact.email = e;
-        changed.push("email");
-    }
-    if let Some(p) = phone {
-        contact.phone = Some(p.to_string());
-        changed.push("phone");
-    }
-    if let Some(c) = company {
-        contact.company = Some(c.to_string());
-        changed.push("company");
-    }
+    let mut changed = Changed::default();
+    changed.set("email", &mut contact.email, email);
+    changed.set("phone", &mut contact.phone, phone.map(str::to_string));
+    changed.set("company", &mut contact.company, company.map(str::to_string));
     let details = json!({"contact": book.to_json(&contact), "changed": changed});
     book.contacts.insert(id.to_string(), contact);
-    if changed.is_empty() {
-        return ok_text(
-            details,
-            "Nothing changed: pass email, phone or company to update the contact.",
-        );
-    }
-    ok(details)
+    changed.reply(
+        details,
+        "Nothing changed: pass email, phone or company to update the contact.",
+    )
 }
 
 fn delete_contact(world: &DemoWorld, args: &Args<'_>) -> Reply {
     let id = args.str("contact_id")?;
     let mut book = lock(&world.contacts);
-    let c = book
-        .contacts
-        .remove(id)
-        .ok_or_else(|| not_found("contact", id, "find ids with search_contacts"))?;
+    let c = Kind::new("contact", "find ids with search_contacts").take(&mut book.contacts, id)?;
     for (_, members) in book.groups.values_mut() {
         members.retain(|m| m != id);
     }
@@ -281,31 +276,15 @@ fn delete_contact(world: &DemoWorld, args: &Args<'_>) -> Reply {
 fn search_contacts(world: &DemoWorld, args: &Args<'_>) -> Reply {
     let query = args.str("query")?;
     let book = lock(&world.contacts);
-    let list = book.sorted(|c| {
-        matches_all(
-            &format!(
-                "{} {} {} {}",
-                c.name,
-                c.email,
-                c.phone.as_deref().unwrap_or(""),
-                c.company.as_deref().unwrap_or("")
-            ),
-            query,
-        )
-    });
-    ok(
-        json!({"contacts": list.iter().map(|c| book.to_json(c)).collect::<Vec<_>>(), "total": list.len()}),
-    )
+    let list = book.search(query);
+    ok(listed("contacts", list.iter().map(|c| book.to_json(c))))
 }
 
 fn add_contact_to_group(world: &DemoWorld, args: &Args<'_>) -> Reply {
     let (id, group) = (args.str("contact_id")?, args.str("group_id")?);
     let mut book = lock(&world.contacts);
     let name = book.contact(id)?.name.clone();
-    let (group_name, members) = book
-        .groups
-        .get_mut(group)
-        .ok_or_else(|| not_found("group", group, "list groups with list_contact_groups"))?;
+    let (group_name, members) = GROUP.get_mut(&mut book.groups, group)?;
     if members.iter().any(|m| m == id) {
         return Err(fail(format!("{name} is already in {group_name}")));
     }
@@ -324,18 +303,9 @@ fn list_contact_groups(world: &DemoWorld, _args: &Args<'_>) -> Reply {
 }
 
 fn create_contact_group(world: &DemoWorld, args: &Args<'_>) -> Reply {
-    let name = args.str("name")?.trim();
-    if name.is_empty() {
-        return Err(fail("name must not be empty"));
-    }
+    let name = args.trimmed("name")?;
     let mut book = lock(&world.contacts);
-    if book
-        .groups
-        .values()
-        .any(|(n, _)| n.eq_ignore_ascii_case(name))
-    {
-        return Err(fail(format!("a group named {name:?} already exists")));
-    }
+    unique_name("group", name, book.groups.values().map(|g| &g.0))?;
     let id = next_id("grp_", &mut book.next_group);
     book.groups
         .insert(id.clone(), (name.to_string(), Vec::new()));

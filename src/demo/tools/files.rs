@@ -6,8 +6,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use serde_json::{Value, json};
 
 use super::super::clock::{DEMO_NOW, format_utc};
-use super::super::kit::{Args, Handler, Reply, fail, matches_all, not_found, ok};
-use super::super::world::DemoWorld;
+use super::super::kit::{Args, Kind, Reply, fail, listed, matches_all, not_found, ok};
+use super::super::world::{DemoWorld, Handler};
 use crate::catalog::ToolError;
 use crate::sync::lock;
 
@@ -140,23 +140,32 @@ impl Drive {
     }
 
     fn file(&self, path: &str) -> Result<&DriveFile, ToolError> {
-        self.files.get(path).ok_or_else(|| {
-            not_found(
-                "file",
-                path,
-                "list a folder with list_files or use search_files",
-            )
-        })
+        FILE.get(&self.files, path)
     }
 
     fn file_mut(&mut self, path: &str) -> Result<&mut DriveFile, ToolError> {
-        self.files.get_mut(path).ok_or_else(|| {
-            not_found(
-                "file",
-                path,
-                "list a folder with list_files or use search_files",
-            )
-        })
+        FILE.get_mut(&mut self.files, path)
+    }
+
+    /// `{"files": [...]}`: the files `keep` passes, as `render` shows them, by path.
+    fn files_where(
+        &self,
+        keep: impl Fn(&DriveFile) -> bool,
+        render: impl Fn(&String, &DriveFile) -> Value,
+    ) -> Value {
+        let files: Vec<Value> = self
+            .files
+            .iter()
+            .filter(|(_, f)| keep(f))
+            .map(|(p, f)| render(p, f))
+            .collect();
+        json!({ "files": files })
+    }
+
+    /// Puts `file` at `path`, creating the folders above it.
+    fn put(&mut self, path: String, file: DriveFile) {
+        self.ensure_folder(&parent(&path));
+        self.files.insert(path, file);
     }
 
     fn ensure_folder(&mut self, path: &str) {
@@ -168,6 +177,10 @@ impl Drive {
         }
     }
 }
+
+const FILE: Kind = Kind::new("file", "list a folder with list_files or use search_files");
+/// A file to move or delete: the hint leaves out search.
+const LISTED_FILE: Kind = Kind::new("file", "list a folder with list_files");
 
 fn clean_path(raw: &str) -> Result<String, ToolError> {
     let trimmed = raw.trim();
@@ -250,10 +263,9 @@ fn create_file(world: &DemoWorld, args: &Args<'_>) -> Reply {
             "{path} already exists; use append_to_file or pick another name"
         )));
     }
-    drive.ensure_folder(&parent(&path));
     let file = DriveFile::text(content, DEMO_NOW);
     let details = json!({"file": file.to_json(&path)});
-    drive.files.insert(path, file);
+    drive.put(path, file);
     ok(details)
 }
 
@@ -278,14 +290,10 @@ fn relocate(drive: &mut Drive, from: &str, to: String) -> Result<Value, ToolErro
     if drive.files.contains_key(&to) {
         return Err(fail(format!("{to} already exists")));
     }
-    let mut file = drive
-        .files
-        .remove(from)
-        .ok_or_else(|| not_found("file", from, "list a folder with list_files"))?;
+    let mut file = LISTED_FILE.take(&mut drive.files, from)?;
     file.modified = DEMO_NOW;
-    drive.ensure_folder(&parent(&to));
     let details = json!({"from": from, "file": file.to_json(&to)});
-    drive.files.insert(to, file);
+    drive.put(to, file);
     Ok(details)
 }
 
@@ -328,19 +336,15 @@ fn copy_file(world: &DemoWorld, args: &Args<'_>) -> Reply {
     copy.shared_with.clear();
     copy.starred = false;
     copy.versions.clear();
-    drive.ensure_folder(&parent(&destination));
     let details = json!({"source": path, "copy": copy.to_json(&destination)});
-    drive.files.insert(destination, copy);
+    drive.put(destination, copy);
     ok(details)
 }
 
 fn delete_file(world: &DemoWorld, args: &Args<'_>) -> Reply {
     let path = clean_path(args.str("path")?)?;
     let mut drive = lock(&world.drive);
-    let file = drive
-        .files
-        .remove(&path)
-        .ok_or_else(|| not_found("file", &path, "list a folder with list_files"))?;
+    let file = LISTED_FILE.take(&mut drive.files, &path)?;
     let size = file.size();
     drive.trash.insert(path.clone(), file);
     ok(
@@ -356,13 +360,9 @@ fn restore_file(world: &DemoWorld, args: &Args<'_>) -> Reply {
             "{path} exists again; rename it before restoring the trashed copy"
         )));
     }
-    let file = drive
-        .trash
-        .remove(&path)
-        .ok_or_else(|| not_found("trashed file", &path, "see list_trash"))?;
-    drive.ensure_folder(&parent(&path));
+    let file = Kind::new("trashed file", "see list_trash").take(&mut drive.trash, &path)?;
     let details = json!({"restored": file.to_json(&path), "trash_items": drive.trash.len()});
-    drive.files.insert(path, file);
+    drive.put(path, file);
     ok(details)
 }
 
@@ -398,8 +398,7 @@ fn search_files(world: &DemoWorld, args: &Args<'_>) -> Reply {
             matches.push(json!({"path": path, "line": ""}));
         }
     }
-    let total = matches.len();
-    ok(json!({"matches": matches, "total": total}))
+    ok(listed("matches", matches))
 }
 
 fn get_file_info(world: &DemoWorld, args: &Args<'_>) -> Reply {
@@ -425,13 +424,10 @@ fn share_file(world: &DemoWorld, args: &Args<'_>) -> Reply {
 
 fn list_shared_files(world: &DemoWorld, _args: &Args<'_>) -> Reply {
     let drive = lock(&world.drive);
-    let shared: Vec<Value> = drive
-        .files
-        .iter()
-        .filter(|(_, f)| !f.shared_with.is_empty())
-        .map(|(p, f)| json!({"path": p, "shared_with": f.shared_with.iter().map(|(e, r)| json!({"email": e, "role": r})).collect::<Vec<_>>()}))
-        .collect();
-    ok(json!({"files": shared}))
+    ok(drive.files_where(
+        |f| !f.shared_with.is_empty(),
+        |p, f| json!({"path": p, "shared_with": f.shared_with.iter().map(|(e, r)| json!({"email": e, "role": r})).collect::<Vec<_>>()}),
+    ))
 }
 
 fn star_file(world: &DemoWorld, args: &Args<'_>) -> Reply {
@@ -445,13 +441,7 @@ fn star_file(world: &DemoWorld, args: &Args<'_>) -> Reply {
 
 fn list_starred_files(world: &DemoWorld, _args: &Args<'_>) -> Reply {
     let drive = lock(&world.drive);
-    let starred: Vec<Value> = drive
-        .files
-        .iter()
-        .filter(|(_, f)| f.starred)
-        .map(|(p, f)| f.to_json(p))
-        .collect();
-    ok(json!({"files": starred}))
+    ok(drive.files_where(|f| f.starred, |p, f| f.to_json(p)))
 }
 
 fn create_folder(world: &DemoWorld, args: &Args<'_>) -> Reply {

@@ -6,8 +6,8 @@ use std::collections::BTreeMap;
 use serde_json::{Value, json};
 
 use super::super::clock::{DAY, DEMO_NOW, format_date, format_utc};
-use super::super::kit::{Args, Handler, Reply, fail, next_id, not_found, ok, ok_text, round_to};
-use super::super::world::DemoWorld;
+use super::super::kit::{Args, Reply, fail, next_id, not_found, ok, ok_text, round_to};
+use super::super::world::{DemoWorld, Handler};
 use crate::catalog::ToolError;
 use crate::sync::lock;
 

@@ -7,8 +7,8 @@ use std::collections::BTreeMap;
 use serde_json::{Value, json};
 
 use super::super::clock::{DAY, DEMO_NOW, days_from_civil, format_utc};
-use super::super::kit::{Args, Handler, Reply, fail, matches_all, not_found, ok, ok_text};
-use super::super::world::DemoWorld;
+use super::super::kit::{Args, Reply, fail, listed, matches_all, not_found, ok, ok_text, tagged};
+use super::super::world::{DemoWorld, Handler};
 use crate::catalog::ToolError;
 use crate::sync::lock;
 
@@ -990,7 +990,7 @@ fn list_issues(world: &DemoWorld, args: &Args<'_>) -> Reply {
     let label = args.opt_str("label")?;
     let host = lock(&world.github);
     let r = host.repo(args.str("repo")?)?;
-    let issues: Vec<Value> = r
+    let issues = r
         .issues
         .values()
         .rev()
@@ -999,11 +999,8 @@ fn list_issues(world: &DemoWorld, args: &Args<'_>) -> Reply {
             "closed" => !i.open,
             _ => true,
         })
-        .filter(|i| label.is_none_or(|l| i.labels.iter().any(|x| x == l)))
-        .map(Issue::to_json)
-        .collect();
-    let total = issues.len();
-    ok(json!({"issues": issues, "total": total}))
+        .filter(|i| tagged(&i.labels, label));
+    ok(listed("issues", issues.map(Issue::to_json)))
 }
 
 fn get_issue(world: &DemoWorld, args: &Args<'_>) -> Reply {
@@ -1154,8 +1151,7 @@ fn search_issues(world: &DemoWorld, args: &Args<'_>) -> Reply {
             }
         }
     }
-    let total = items.len();
-    ok(json!({"items": items, "total": total}))
+    ok(listed("items", items))
 }
 
 fn create_pull_request(world: &DemoWorld, args: &Args<'_>) -> Reply {
@@ -1223,15 +1219,12 @@ fn list_pull_requests(world: &DemoWorld, args: &Args<'_>) -> Reply {
     let state = args.str_or("state", "open")?;
     let host = lock(&world.github);
     let r = host.repo(args.str("repo")?)?;
-    let pulls: Vec<Value> = r
+    let pulls = r
         .pulls
         .values()
         .rev()
-        .filter(|p| state == "all" || p.state == state)
-        .map(PullRequest::to_json)
-        .collect();
-    let total = pulls.len();
-    ok(json!({"pull_requests": pulls, "total": total}))
+        .filter(|p| state == "all" || p.state == state);
+    ok(listed("pull_requests", pulls.map(PullRequest::to_json)))
 }
 
 fn get_pull_request(world: &DemoWorld, args: &Args<'_>) -> Reply {

@@ -7,8 +7,10 @@ use std::collections::BTreeMap;
 
 use serde_json::{Value, json};
 
-use super::super::kit::{Args, Handler, Reply, fail, matches_all, next_id, not_found, ok, ok_text};
-use super::super::world::DemoWorld;
+use super::super::kit::{
+    Args, Kind, Reply, fail, listed, matches_all, next_id, ok, ok_text, tagged,
+};
+use super::super::world::{DemoWorld, Handler};
 use crate::catalog::ToolError;
 use crate::sync::lock;
 
@@ -151,29 +153,21 @@ impl Images {
     }
 
     fn image(&self, id: &str) -> Result<&Image, ToolError> {
-        self.images
-            .get(id)
-            .ok_or_else(|| not_found("image", id, "list them with list_images"))
+        IMAGE.get(&self.images, id)
     }
 
     fn image_mut(&mut self, id: &str) -> Result<&mut Image, ToolError> {
-        self.images
-            .get_mut(id)
-            .ok_or_else(|| not_found("image", id, "list them with list_images"))
+        IMAGE.get_mut(&mut self.images, id)
     }
 }
+
+const IMAGE: Kind = Kind::new("image", "list them with list_images");
 
 fn list_images(world: &DemoWorld, args: &Args<'_>) -> Reply {
     let tag = args.opt_str("tag")?;
     let lib = lock(&world.images);
-    let list: Vec<Value> = lib
-        .images
-        .values()
-        .filter(|i| tag.is_none_or(|t| i.tags.iter().any(|x| x == t)))
-        .map(Image::to_json)
-        .collect();
-    let total = list.len();
-    ok(json!({"images": list, "total": total}))
+    let list = lib.images.values().filter(|i| tagged(&i.tags, tag));
+    ok(listed("images", list.map(Image::to_json)))
 }
 
 fn get_image_info(world: &DemoWorld, args: &Args<'_>) -> Reply {
@@ -182,10 +176,7 @@ fn get_image_info(world: &DemoWorld, args: &Args<'_>) -> Reply {
 }
 
 fn generate_image(world: &DemoWorld, args: &Args<'_>) -> Reply {
-    let prompt = args.str("prompt")?.trim();
-    if prompt.is_empty() {
-        return Err(fail("prompt must not be empty"));
-    }
+    let prompt = args.trimmed("prompt")?;
     let (w, h) = match args.str_or("size", "1024x1024")? {
         "512x512" => (512, 512),
         "1024x1024" => (1024, 1024),
@@ -363,28 +354,18 @@ fn create_thumbnail(world: &DemoWorld, args: &Args<'_>) -> Reply {
 fn search_images(world: &DemoWorld, args: &Args<'_>) -> Reply {
     let query = args.str("query")?;
     let lib = lock(&world.images);
-    let list: Vec<Value> = lib
-        .images
-        .values()
-        .filter(|i| {
-            matches_all(
-                &format!("{} {} {} {}", i.name, i.tags.join(" "), i.caption, i.text),
-                query,
-            )
-        })
-        .map(Image::to_json)
-        .collect();
-    let total = list.len();
-    ok(json!({"images": list, "total": total}))
+    let list = lib.images.values().filter(|i| {
+        matches_all(
+            &format!("{} {} {} {}", i.name, i.tags.join(" "), i.caption, i.text),
+            query,
+        )
+    });
+    ok(listed("images", list.map(Image::to_json)))
 }
 
 fn delete_image(world: &DemoWorld, args: &Args<'_>) -> Reply {
-    let id = args.str("image_id")?;
     let mut lib = lock(&world.images);
-    let img = lib
-        .images
-        .remove(id)
-        .ok_or_else(|| not_found("image", id, "list them with list_images"))?;
+    let img = IMAGE.take(&mut lib.images, args.str("image_id")?)?;
     ok(
         json!({"deleted": {"id": img.id, "name": img.name}, "freed_bytes": img.size(), "images_left": lib.images.len()}),
     )

@@ -6,8 +6,10 @@ use std::collections::BTreeMap;
 use serde_json::{Value, json};
 
 use super::super::clock::{DEMO_NOW, format_utc};
-use super::super::kit::{Args, Handler, Reply, fail, matches_all, next_id, not_found, ok, ok_text};
-use super::super::world::DemoWorld;
+use super::super::kit::{
+    Args, Kind, Reply, fail, listed_first, matches_all, next_id, not_found, ok, ok_text,
+};
+use super::super::world::{DemoWorld, Handler};
 use crate::catalog::ToolError;
 use crate::sync::lock;
 
@@ -301,23 +303,11 @@ impl Mailbox {
     }
 
     fn message(&self, id: &str) -> Result<&Message, ToolError> {
-        self.messages.get(id).ok_or_else(|| {
-            not_found(
-                "message",
-                id,
-                "find ids with list_messages or search_messages",
-            )
-        })
+        MESSAGE.get(&self.messages, id)
     }
 
     fn message_mut(&mut self, id: &str) -> Result<&mut Message, ToolError> {
-        self.messages.get_mut(id).ok_or_else(|| {
-            not_found(
-                "message",
-                id,
-                "find ids with list_messages or search_messages",
-            )
-        })
+        MESSAGE.get_mut(&mut self.messages, id)
     }
 
     fn deliver(
@@ -348,6 +338,9 @@ impl Mailbox {
         message
     }
 }
+
+const MESSAGE: Kind = Kind::new("message", "find ids with list_messages or search_messages");
+const DRAFT: Kind = Kind::new("draft", "list drafts with list_drafts");
 
 fn check_recipients(to: &[String]) -> Result<(), ToolError> {
     if to.is_empty() {
@@ -439,9 +432,10 @@ fn delete_draft(world: &DemoWorld, args: &Args<'_>) -> Reply {
     ok(json!({"discarded": draft.summary(), "drafts_left": mail.drafts.len()}))
 }
 
-fn newest_first(mut list: Vec<&Message>) -> Vec<&Message> {
+/// The first `limit` of `list`, newest first, as a listing of messages.
+fn newest_first(mut list: Vec<&Message>, limit: usize) -> Value {
     list.sort_by(|a, b| b.date.cmp(&a.date).then(b.id.cmp(&a.id)));
-    list
+    listed_first("messages", limit, list.iter().map(|m| m.to_json()))
 }
 
 fn list_messages(world: &DemoWorld, args: &Args<'_>) -> Reply {
@@ -449,15 +443,11 @@ fn list_messages(world: &DemoWorld, args: &Args<'_>) -> Reply {
     let unread_only = args.bool_or("unread_only", false)?;
     let limit = args.i64_or("limit", 20)?.clamp(1, 100) as usize;
     let mail = lock(&world.mail);
-    let list = newest_first(
-        mail.messages
-            .values()
-            .filter(|m| m.folder == folder && (!unread_only || m.unread))
-            .collect(),
-    );
-    ok(
-        json!({"messages": list.iter().take(limit).map(|m| m.to_json()).collect::<Vec<_>>(), "total": list.len()}),
-    )
+    let list = mail
+        .messages
+        .values()
+        .filter(|m| m.folder == folder && (!unread_only || m.unread));
+    ok(newest_first(list.collect(), limit))
 }
 
 fn get_message(world: &DemoWorld, args: &Args<'_>) -> Reply {
@@ -474,16 +464,12 @@ fn search_messages(world: &DemoWorld, args: &Args<'_>) -> Reply {
     let folder = args.opt_str("folder")?.map(folder_arg).transpose()?;
     let limit = args.i64_or("limit", 10)?.clamp(1, 50) as usize;
     let mail = lock(&world.mail);
-    let list = newest_first(
-        mail.messages
-            .values()
-            .filter(|m| folder.is_none_or(|f| m.folder == f))
-            .filter(|m| matches_all(&format!("{} {} {}", m.sender, m.subject, m.body), query))
-            .collect(),
-    );
-    ok(
-        json!({"messages": list.iter().take(limit).map(|m| m.to_json()).collect::<Vec<_>>(), "total": list.len()}),
-    )
+    let list = mail
+        .messages
+        .values()
+        .filter(|m| folder.is_none_or(|f| m.folder == f))
+        .filter(|m| matches_all(&format!("{} {} {}", m.sender, m.subject, m.body), query));
+    ok(newest_first(list.collect(), limit))
 }
 
 fn reply_to_message(world: &DemoWorld, args: &Args<'_>) -> Reply {
@@ -776,7 +762,5 @@ fn empty_trash(world: &DemoWorld, _args: &Args<'_>) -> Reply {
 }
 
 fn take_draft(mail: &mut Mailbox, id: &str) -> Result<Draft, ToolError> {
-    mail.drafts
-        .remove(id)
-        .ok_or_else(|| not_found("draft", id, "list drafts with list_drafts"))
+    DRAFT.take(&mut mail.drafts, id)
 }

@@ -4,8 +4,8 @@
 
 use serde_json::{Value, json};
 
-use super::super::kit::{Args, Handler, Reply, fail, matches_all, not_found, ok, round_to};
-use super::super::world::DemoWorld;
+use super::super::kit::{Args, Reply, fail, matches_all, not_found, ok, round_to};
+use super::super::world::{DemoWorld, Handler};
 use crate::catalog::ToolError;
 
 pub(crate) fn handler(name: &str) -> Option<Handler> {

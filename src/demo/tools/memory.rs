@@ -6,9 +6,9 @@ use serde_json::{Value, json};
 
 use super::super::clock::{DAY, DEMO_NOW, format_utc};
 use super::super::kit::{
-    Args, Handler, Reply, fail, match_count, next_id, not_found, ok, ok_text, words,
+    Args, Kind, Reply, fail, listed, match_count, next_id, ok, ok_text, words,
 };
-use super::super::world::DemoWorld;
+use super::super::world::{DemoWorld, Handler};
 use crate::sync::lock;
 
 pub(crate) fn handler(name: &str) -> Option<Handler> {
@@ -96,10 +96,7 @@ impl Memory {
 }
 
 fn remember_fact(world: &DemoWorld, args: &Args<'_>) -> Reply {
-    let fact = args.str("fact")?.trim();
-    if fact.is_empty() {
-        return Err(fail("fact must not be empty"));
-    }
+    let fact = args.trimmed("fact")?;
     let tags = args.opt_str_list("tags")?.unwrap_or_default();
     let mut memory = lock(&world.memory);
     if let Some(existing) = memory
@@ -163,34 +160,27 @@ fn recall(world: &DemoWorld, args: &Args<'_>) -> Reply {
 
 fn list_memories(world: &DemoWorld, _args: &Args<'_>) -> Reply {
     let memory = lock(&world.memory);
-    let list: Vec<Value> = memory.newest().iter().map(|f| f.to_json()).collect();
-    let total = list.len();
-    ok(json!({"memories": list, "total": total}))
+    ok(listed(
+        "memories",
+        memory.newest().iter().map(|f| f.to_json()),
+    ))
 }
 
 fn update_memory(world: &DemoWorld, args: &Args<'_>) -> Reply {
     let id = args.str("memory_id")?;
-    let fact = args.str("fact")?.trim();
-    if fact.is_empty() {
-        return Err(fail("fact must not be empty"));
-    }
+    let fact = args.trimmed("fact")?;
     let mut memory = lock(&world.memory);
-    let entry = memory
-        .facts
-        .get_mut(id)
-        .ok_or_else(|| not_found("memory", id, "list them with list_memories"))?;
+    let entry = MEMORY.get_mut(&mut memory.facts, id)?;
     let previous = std::mem::replace(&mut entry.fact, fact.to_string());
     entry.created_at = DEMO_NOW;
     ok(json!({"memory": entry.to_json(), "previous": previous}))
 }
 
+const MEMORY: Kind = Kind::new("memory", "list them with list_memories");
+
 fn forget(world: &DemoWorld, args: &Args<'_>) -> Reply {
-    let id = args.str("memory_id")?;
     let mut memory = lock(&world.memory);
-    let removed = memory
-        .facts
-        .remove(id)
-        .ok_or_else(|| not_found("memory", id, "list them with list_memories"))?;
+    let removed = MEMORY.take(&mut memory.facts, args.str("memory_id")?)?;
     ok(json!({"forgotten": removed.fact, "remaining": memory.facts.len()}))
 }
 

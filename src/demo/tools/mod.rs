@@ -27,7 +27,7 @@ mod units;
 mod weather;
 pub(crate) mod web;
 
-use super::kit::Handler;
+use super::world::Handler;
 
 /// The implementation of the tool `name` of `owner`, if the demo has one.
 pub(crate) fn handler(owner: &str, name: &str) -> Option<Handler> {

@@ -6,8 +6,10 @@ use std::collections::BTreeMap;
 use serde_json::{Value, json};
 
 use super::super::clock::{DEMO_NOW, format_utc};
-use super::super::kit::{Args, Handler, Reply, fail, matches_all, next_id, not_found, ok, ok_text};
-use super::super::world::DemoWorld;
+use super::super::kit::{
+    Args, Changed, Kind, Reply, fail, listed, matches_all, next_id, ok, ok_text, tagged,
+};
+use super::super::world::{DemoWorld, Handler};
 use crate::catalog::ToolError;
 use crate::sync::lock;
 
@@ -103,19 +105,14 @@ impl Notes {
     fn note_mut(&mut self, id: &str) -> Result<&mut Note, ToolError> {
         self.revision += 1;
         let revision = self.revision;
-        let note = self
-            .notes
-            .get_mut(id)
-            .ok_or_else(|| not_found("note", id, "find ids with list_notes or search_notes"))?;
+        let note = NOTE.get_mut(&mut self.notes, id)?;
         note.revision = revision;
         note.updated_at = DEMO_NOW;
         Ok(note)
     }
 
     fn note(&self, id: &str) -> Result<&Note, ToolError> {
-        self.notes
-            .get(id)
-            .ok_or_else(|| not_found("note", id, "find ids with list_notes or search_notes"))
+        NOTE.get(&self.notes, id)
     }
 
     fn sorted(&self, keep: impl Fn(&Note) -> bool) -> Vec<&Note> {
@@ -123,17 +120,26 @@ impl Notes {
         list.sort_by(|a, b| b.pinned.cmp(&a.pinned).then(b.revision.cmp(&a.revision)));
         list
     }
+
+    /// The notes whose title, body or tags match every word of `query`, pinned and newest first.
+    fn search(&self, query: &str) -> Vec<&Note> {
+        self.sorted(|n| {
+            matches_all(
+                &format!("{} {} {}", n.title, n.body, n.tags.join(" ")),
+                query,
+            )
+        })
+    }
 }
 
+const NOTE: Kind = Kind::new("note", "find ids with list_notes or search_notes");
+
 fn listing(list: &[&Note]) -> Value {
-    json!({"notes": list.iter().map(|n| n.to_json()).collect::<Vec<_>>(), "total": list.len()})
+    listed("notes", list.iter().map(|n| n.to_json()))
 }
 
 fn create_note(world: &DemoWorld, args: &Args<'_>) -> Reply {
-    let title = args.str("title")?.trim();
-    if title.is_empty() {
-        return Err(fail("title must not be empty"));
-    }
+    let title = args.trimmed("title")?;
     let mut notes = lock(&world.notes);
     let id = next_id("note_", &mut notes.next_note);
     notes.revision += 1;
@@ -156,8 +162,7 @@ fn list_notes(world: &DemoWorld, args: &Args<'_>) -> Reply {
     let (notebook, tag) = (args.opt_str("notebook")?, args.opt_str("tag")?);
     let notes = lock(&world.notes);
     let list = notes.sorted(|n| {
-        notebook.is_none_or(|b| n.notebook.eq_ignore_ascii_case(b))
-            && tag.is_none_or(|t| n.tags.iter().any(|x| x == t))
+        notebook.is_none_or(|b| n.notebook.eq_ignore_ascii_case(b)) && tagged(&n.tags, tag)
     });
     ok(listing(&list))
 }
@@ -183,15 +188,9 @@ fn update_note(world: &DemoWorld, args: &Args<'_>) -> Reply {
         );
     }
     let n = notes.note_mut(args.str("note_id")?)?;
-    let mut changed = Vec::new();
-    if let Some(t) = title {
-        n.title = t.to_string();
-        changed.push("title");
-    }
-    if let Some(b) = body {
-        n.body = b.to_string();
-        changed.push("body");
-    }
+    let mut changed = Changed::default();
+    changed.set("title", &mut n.title, title);
+    changed.set("body", &mut n.body, body);
     ok(json!({"note": n.to_json(), "changed": changed}))
 }
 
@@ -207,25 +206,16 @@ fn append_to_note(world: &DemoWorld, args: &Args<'_>) -> Reply {
 }
 
 fn delete_note(world: &DemoWorld, args: &Args<'_>) -> Reply {
-    let id = args.str("note_id")?;
     let mut notes = lock(&world.notes);
-    let note = notes
-        .notes
-        .remove(id)
-        .ok_or_else(|| not_found("note", id, "find ids with list_notes"))?;
+    let note = Kind::new("note", "find ids with list_notes")
+        .take(&mut notes.notes, args.str("note_id")?)?;
     ok(json!({"deleted": {"id": note.id, "title": note.title}, "notes_left": notes.notes.len()}))
 }
 
 fn search_notes(world: &DemoWorld, args: &Args<'_>) -> Reply {
     let query = args.str("query")?;
     let notes = lock(&world.notes);
-    let list = notes.sorted(|n| {
-        matches_all(
-            &format!("{} {} {}", n.title, n.body, n.tags.join(" ")),
-            query,
-        )
-    });
-    ok(listing(&list))
+    ok(listing(&notes.search(query)))
 }
 
 fn tag_note(world: &DemoWorld, args: &Args<'_>) -> Reply {
@@ -272,10 +262,7 @@ fn list_notebooks(world: &DemoWorld, _args: &Args<'_>) -> Reply {
 }
 
 fn move_note(world: &DemoWorld, args: &Args<'_>) -> Reply {
-    let notebook = args.str("notebook")?.trim();
-    if notebook.is_empty() {
-        return Err(fail("notebook must not be empty"));
-    }
+    let notebook = args.trimmed("notebook")?;
     let mut notes = lock(&world.notes);
     let n = notes.note_mut(args.str("note_id")?)?;
     let from = std::mem::replace(&mut n.notebook, notebook.to_string());

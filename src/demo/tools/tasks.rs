@@ -7,8 +7,10 @@ use std::collections::BTreeMap;
 use serde_json::{Value, json};
 
 use super::super::clock::{DAY, DEMO_NOW, format_date, parse_date};
-use super::super::kit::{Args, Handler, Reply, fail, next_id, not_found, ok, ok_text, round_to};
-use super::super::world::DemoWorld;
+use super::super::kit::{
+    Args, Changed, Kind, Reply, fail, listed, next_id, ok, round_to, unique_name,
+};
+use super::super::world::{DemoWorld, Handler};
 use crate::catalog::ToolError;
 use crate::sync::lock;
 
@@ -179,19 +181,16 @@ impl Tasks {
     }
 
     fn task_mut(&mut self, id: &str) -> Result<&mut Task, ToolError> {
-        self.tasks
-            .get_mut(id)
-            .ok_or_else(|| not_found("task", id, "find ids with list_tasks"))
+        TASK.get_mut(&mut self.tasks, id)
     }
 
     fn check_project(&self, id: &str) -> Result<(), ToolError> {
-        if self.projects.contains_key(id) {
-            Ok(())
-        } else {
-            Err(not_found("project", id, "list them with list_projects"))
-        }
+        PROJECT.check(&self.projects, id)
     }
 }
+
+const TASK: Kind = Kind::new("task", "find ids with list_tasks");
+const PROJECT: Kind = Kind::new("project", "list them with list_projects");
 
 fn priority_arg(value: &str) -> Result<&'static str, ToolError> {
     PRIORITIES.into_iter().find(|p| *p == value).ok_or_else(|| {
@@ -210,10 +209,7 @@ fn rank(task: &Task) -> (usize, i64, String) {
 }
 
 fn create_task(world: &DemoWorld, args: &Args<'_>) -> Reply {
-    let title = args.str("title")?.trim();
-    if title.is_empty() {
-        return Err(fail("title must not be empty"));
-    }
+    let title = args.trimmed("title")?;
     let priority = priority_arg(args.str_or("priority", "medium")?)?;
     let due = args.opt_str("due")?.map(parse_date).transpose()?;
     let mut tasks = lock(&world.tasks);
@@ -258,7 +254,7 @@ fn list_tasks(world: &DemoWorld, args: &Args<'_>) -> Reply {
         .filter(|t| assignee.is_none_or(|a| t.assignee.as_deref() == Some(a)))
         .collect();
     list.sort_by_key(|t| rank(t));
-    ok(json!({"tasks": list.iter().map(|t| t.to_json()).collect::<Vec<_>>(), "total": list.len()}))
+    ok(listed("tasks", list.iter().map(|t| t.to_json())))
 }
 
 fn get_task(world: &DemoWorld, args: &Args<'_>) -> Reply {
@@ -275,23 +271,14 @@ fn update_task(world: &DemoWorld, args: &Args<'_>) -> Reply {
     let (title, description) = (args.opt_str("title")?, args.opt_str("description")?);
     let mut tasks = lock(&world.tasks);
     let t = tasks.task_mut(args.str("task_id")?)?;
-    let mut changed = Vec::new();
-    if let Some(v) = title {
-        t.title = v.to_string();
-        changed.push("title");
-    }
-    if let Some(v) = description {
-        t.description = v.to_string();
-        changed.push("description");
-    }
+    let mut changed = Changed::default();
+    changed.set("title", &mut t.title, title);
+    changed.set("description", &mut t.description, description);
     let details = json!({"task": t.to_json(), "description": t.description, "changed": changed});
-    if changed.is_empty() {
-        return ok_text(
-            details,
-            "Nothing changed: pass title or description to update the task.",
-        );
-    }
-    ok(details)
+    changed.reply(
+        details,
+        "Nothing changed: pass title or description to update the task.",
+    )
 }
 
 fn transition(
@@ -350,12 +337,8 @@ fn reopen_task(world: &DemoWorld, args: &Args<'_>) -> Reply {
 }
 
 fn delete_task(world: &DemoWorld, args: &Args<'_>) -> Reply {
-    let id = args.str("task_id")?;
     let mut tasks = lock(&world.tasks);
-    let t = tasks
-        .tasks
-        .remove(id)
-        .ok_or_else(|| not_found("task", id, "find ids with list_tasks"))?;
+    let t = TASK.take(&mut tasks.tasks, args.str("task_id")?)?;
     ok(
         json!({"deleted": {"id": t.id, "title": t.title}, "subtasks_removed": t.subtasks.len(), "tasks_left": tasks.tasks.len()}),
     )
@@ -389,10 +372,7 @@ fn set_due_date(world: &DemoWorld, args: &Args<'_>) -> Reply {
 }
 
 fn add_subtask(world: &DemoWorld, args: &Args<'_>) -> Reply {
-    let title = args.str("title")?.trim();
-    if title.is_empty() {
-        return Err(fail("title must not be empty"));
-    }
+    let title = args.trimmed("title")?;
     let mut tasks = lock(&world.tasks);
     let t = tasks.task_mut(args.str("task_id")?)?;
     t.subtasks.push((title.to_string(), false));
@@ -424,19 +404,10 @@ fn list_projects(world: &DemoWorld, _args: &Args<'_>) -> Reply {
 }
 
 fn create_project(world: &DemoWorld, args: &Args<'_>) -> Reply {
-    let name = args.str("name")?.trim();
-    if name.is_empty() {
-        return Err(fail("name must not be empty"));
-    }
+    let name = args.trimmed("name")?;
     let color = args.str_or("color", "blue")?;
     let mut tasks = lock(&world.tasks);
-    if tasks
-        .projects
-        .values()
-        .any(|(n, _)| n.eq_ignore_ascii_case(name))
-    {
-        return Err(fail(format!("a project named {name:?} already exists")));
-    }
+    unique_name("project", name, tasks.projects.values().map(|p| &p.0))?;
     let id = next_id("prj_", &mut tasks.next_project);
     tasks
         .projects
@@ -462,7 +433,7 @@ fn list_overdue_tasks(world: &DemoWorld, _args: &Args<'_>) -> Reply {
     let tasks = lock(&world.tasks);
     let mut list: Vec<&Task> = tasks.tasks.values().filter(|t| t.overdue()).collect();
     list.sort_by_key(|t| t.due);
-    ok(json!({"tasks": list.iter().map(|t| t.to_json()).collect::<Vec<_>>(), "total": list.len()}))
+    ok(listed("tasks", list.iter().map(|t| t.to_json())))
 }
 
 fn get_task_stats(world: &DemoWorld, args: &Args<'_>) -> Reply {

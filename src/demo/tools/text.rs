@@ -4,8 +4,8 @@
 
 use serde_json::{Map, Value, json};
 
-use super::super::kit::{Args, Handler, Reply, fail, ok, ok_text};
-use super::super::world::DemoWorld;
+use super::super::kit::{Args, Reply, fail, ok, ok_text};
+use super::super::world::{DemoWorld, Handler};
 use crate::catalog::ToolError;
 
 pub(crate) fn handler(name: &str) -> Option<Handler> {

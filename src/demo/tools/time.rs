@@ -8,8 +8,8 @@ use super::super::clock::{
     format_utc, human_duration, is_leap, offset_suffix, parse_date, parse_timestamp, weekday,
     weekday_index, zone, zone_of_city,
 };
-use super::super::kit::{Args, Handler, Reply, fail, matches_all, ok, ok_text};
-use super::super::world::DemoWorld;
+use super::super::kit::{Args, Reply, fail, matches_all, ok, ok_text};
+use super::super::world::{DemoWorld, Handler};
 use crate::catalog::ToolError;
 use crate::sync::lock;
 

@@ -7,8 +7,8 @@ use std::collections::BTreeMap;
 
 use serde_json::{Value, json};
 
-use super::super::kit::{Args, Handler, Reply, fail, ok, ok_text, round_to};
-use super::super::world::DemoWorld;
+use super::super::kit::{Args, Reply, fail, ok, ok_text, round_to};
+use super::super::world::{DemoWorld, Handler};
 use crate::catalog::ToolError;
 use crate::sync::lock;
 

@@ -4,8 +4,8 @@
 
 use serde_json::{Value, json};
 
-use super::super::kit::{Args, Handler, Reply, fail, ok, ok_text};
-use super::super::world::DemoWorld;
+use super::super::kit::{Args, Reply, fail, ok, ok_text};
+use super::super::world::{DemoWorld, Handler};
 use crate::catalog::ToolError;
 
 pub(crate) fn handler(name: &str) -> Option<Handler> {
@@ -371,12 +371,14 @@ fn tidy(value: f64) -> f64 {
     (value * factor).round() / factor
 }
 
+/// Converts the call's `value` from `from_unit` to `to_unit` (both units of `only`, when given):
+/// the value, the result and the two units.
 fn convert(
-    value: f64,
-    from: &str,
-    to: &str,
+    args: &Args<'_>,
     only: Option<&str>,
-) -> Result<(f64, &'static Unit, &'static Unit), ToolError> {
+) -> Result<(f64, f64, &'static Unit, &'static Unit), ToolError> {
+    let value = args.f64("value")?;
+    let (from, to) = (args.str("from_unit")?, args.str("to_unit")?);
     if !value.is_finite() {
         return Err(fail("value must be a finite number"));
     }
@@ -399,12 +401,11 @@ fn convert(
     if !result.is_finite() {
         return Err(fail("the result is out of range"));
     }
-    Ok((result, f, t))
+    Ok((value, result, f, t))
 }
 
 fn convert_units(_world: &DemoWorld, args: &Args<'_>) -> Reply {
-    let value = args.f64("value")?;
-    let (result, f, t) = convert(value, args.str("from_unit")?, args.str("to_unit")?, None)?;
+    let (value, result, f, t) = convert(args, None)?;
     ok_text(
         json!({"value": value, "from_unit": f.symbol, "to_unit": t.symbol, "result": result, "dimension": f.dimension}),
         format!("{value} {} = {result} {}", f.symbol, t.symbol),
@@ -505,26 +506,14 @@ fn convert_fuel_economy(_world: &DemoWorld, args: &Args<'_>) -> Reply {
 }
 
 fn convert_pressure(_world: &DemoWorld, args: &Args<'_>) -> Reply {
-    let value = args.f64("value")?;
-    let (result, f, t) = convert(
-        value,
-        args.str("from_unit")?,
-        args.str("to_unit")?,
-        Some("pressure"),
-    )?;
+    let (value, result, f, t) = convert(args, Some("pressure"))?;
     ok(
         json!({"result": result, "from_unit": f.symbol, "to_unit": t.symbol, "pascals": tidy(value * f.factor)}),
     )
 }
 
 fn convert_angle(_world: &DemoWorld, args: &Args<'_>) -> Reply {
-    let value = args.f64("value")?;
-    let (result, f, t) = convert(
-        value,
-        args.str("from_unit")?,
-        args.str("to_unit")?,
-        Some("angle"),
-    )?;
+    let (value, result, f, t) = convert(args, Some("angle"))?;
     let radians = value * f.factor;
     ok(
         json!({"result": result, "from_unit": f.symbol, "to_unit": t.symbol, "normalized_degrees": tidy(radians.to_degrees().rem_euclid(360.0))}),

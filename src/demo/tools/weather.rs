@@ -8,8 +8,8 @@ use serde_json::{Value, json};
 use super::super::clock::{
     DAY, DEMO_NOW, days_from_civil, format_date, format_offset, parse_date, zone,
 };
-use super::super::kit::{Args, Handler, Reply, fail, not_found, ok, round_to};
-use super::super::world::DemoWorld;
+use super::super::kit::{Args, Reply, fail, not_found, ok, round_to};
+use super::super::world::{DemoWorld, Handler};
 use crate::catalog::ToolError;
 
 pub(crate) fn handler(name: &str) -> Option<Handler> {

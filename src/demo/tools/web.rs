@@ -4,8 +4,8 @@
 use serde_json::{Value, json};
 
 use super::super::clock::{DAY, DEMO_NOW, days_from_civil, format_date, format_utc};
-use super::super::kit::{Args, Handler, Reply, fail, match_count, next_id, not_found, ok, ok_text};
-use super::super::world::DemoWorld;
+use super::super::kit::{Args, Reply, fail, match_count, next_id, not_found, ok, ok_text, tagged};
+use super::super::world::{DemoWorld, Handler};
 use crate::catalog::ToolError;
 use crate::sync::lock;
 
@@ -502,7 +502,7 @@ fn list_bookmarks(world: &DemoWorld, args: &Args<'_>) -> Reply {
     let list: Vec<Value> = web
         .bookmarks
         .iter()
-        .filter(|b| tag.is_none_or(|t| b.tags.iter().any(|x| x == t)))
+        .filter(|b| tagged(&b.tags, tag))
         .map(|b| json!({"id": b.id, "url": b.url, "title": b.title, "tags": b.tags, "saved_at": format_utc(b.saved_at)}))
         .collect();
     ok(json!({ "bookmarks": list }))

@@ -69,153 +69,203 @@ impl HttpListener {
         let HttpListener { listener, addr } = self;
         let handler = Handler::new(session.clone(), federated, options);
         let drain = handler.clone();
-        let mut manager = LocalSessionManager::default();
-        manager.session_config.keep_alive = Some(options.session_idle);
-        let manager = Arc::new(manager);
-        let port = addr.port();
-        let mut hosts: Vec<String> = vec!["localhost".into(), "127.0.0.1".into(), "::1".into()];
-        hosts.extend(options.allowed_hosts.iter().cloned());
-        if !addr.ip().is_loopback() && !addr.ip().is_unspecified() {
-            hosts.push(addr.ip().to_string());
-        }
-        let origins: Vec<String> = hosts
-            .iter()
-            .flat_map(|h| [format!("http://{h}:{port}"), format!("https://{h}:{port}")])
-            .collect();
-        let guard = front::Guard::new(&hosts, port, options.auth_token.clone());
         let cancel = tokio_util::sync::CancellationToken::new();
-        // Sessions stay for clients of the legacy protocols (initialize, Mcp-Session-Id, a GET
-        // stream for list_changed). A request of the sessionless protocol (2026-07-28: per-request
-        // version, no initialize) is served statelessly by rmcp whatever this says; with
-        // `json_response` its answer is one `application/json` body instead of an event stream
-        // (it falls back to the stream when the call sends progress before its result). Measured
-        // with `toolsearch bench serve`: see ARCHITECTURE.md. The body bound is the front's
-        // (checked before the service reads it), so the service's own is the same.
-        let mut config = StreamableHttpServerConfig::default()
-            .with_allowed_hosts(hosts)
-            .with_allowed_origins(origins)
-            .with_json_response(true)
-            .with_max_request_body_bytes(MAX_MCP_MESSAGE_BYTES);
-        config.cancellation_token = cancel.clone();
-        let service = Arc::new(StreamableHttpService::new(
-            move || Ok(handler.for_client()),
-            manager.clone(),
-            config,
-        ));
-        let routes = Arc::new(Routes {
-            service,
-            manager,
-            guard,
-            max_sessions: options.max_sessions.max(1),
-            body_timeout: options.body_timeout.max(Duration::from_millis(100)),
-            health,
+        let routes = Arc::new(build_routes(
+            addr,
+            handler,
             session,
-            answers: drain.drain.clone(),
-        });
-        let (cap, lowered) = front::connection_cap(options.max_connections);
-        if let Some(lowered) = lowered {
-            tracing::warn!("{lowered}");
-        }
-        let connections = Arc::new(tokio::sync::Semaphore::new(cap));
-        let mut http1 = hyper::server::conn::http1::Builder::new();
-        http1
-            .timer(hyper_util::rt::TokioTimer::new())
-            .header_read_timeout(options.header_timeout.max(Duration::from_millis(100)));
+            options,
+            health,
+            cancel.clone(),
+        ));
         let graceful = hyper_util::server::graceful::GracefulShutdown::new();
-        let signal = shutdown_signal();
-        tokio::pin!(signal);
-        let mut backoff = front::AcceptBackoff::default();
-        // When the cap was last reported (at most once a minute).
-        let mut cap_reported: Option<tokio::time::Instant> = None;
-        loop {
-            // A connection is only accepted with a free slot: at the cap, new clients wait in the
-            // kernel's listen backlog (no descriptor of ours) until a connection closes.
-            if connections.available_permits() == 0
-                && cap_reported.is_none_or(|at| at.elapsed() >= Duration::from_secs(60))
-            {
-                cap_reported = Some(tokio::time::Instant::now());
-                tracing::warn!(
-                    "{cap} client connections open (the connection cap, --max-connections); new \
-                     ones wait until one closes (idle ones close after the {} s header timeout)",
-                    options.header_timeout.as_secs_f64()
-                );
-            }
-            let permit = tokio::select! {
-                permit = connections.clone().acquire_owned() => match permit {
-                    Ok(permit) => permit,
-                    Err(_) => break,
-                },
-                _ = &mut signal => break,
-            };
-            let (stream, peer) = tokio::select! {
-                accepted = listener.accept() => match accepted {
-                    Ok(accepted) => {
-                        backoff.succeeded();
-                        accepted
-                    }
-                    Err(error) => {
-                        let pause = backoff.failed(&error);
-                        drop(permit);
-                        tokio::select! {
-                            _ = tokio::time::sleep(pause) => continue,
-                            _ = &mut signal => break,
-                        }
-                    }
-                },
-                _ = &mut signal => break,
-            };
-            let routes = routes.clone();
-            let connection_key: Arc<str> = Arc::from(format!("connection {peer}"));
-            let route = hyper::service::service_fn(
-                move |mut request: hyper::Request<hyper::body::Incoming>| {
-                    let routes = routes.clone();
-                    let key = request
-                        .headers()
-                        .get("mcp-session-id")
-                        .and_then(|v| v.to_str().ok())
-                        .map_or_else(
-                            || connection_key.clone(),
-                            |id| Arc::from(format!("session {id}")),
-                        );
-                    request.extensions_mut().insert(ClientKey(key));
-                    async move { Ok::<_, std::convert::Infallible>(routes.route(request).await) }
-                },
-            );
-            let connection = http1.serve_connection(hyper_util::rt::TokioIo::new(stream), route);
-            let connection = graceful.watch(connection);
-            tokio::spawn(async move {
-                let _ = connection.await;
-                drop(permit);
-            });
-        }
-        // Stop accepting (the listener is dropped) and refuse new calls, let the calls in flight
-        // finish within the grace period (those still running then are answered with a JSON-RPC
-        // error saying so), then end the MCP sessions (their event streams would otherwise hold
-        // the connections open) and the connections.
-        drop(listener);
-        let started = tokio::time::Instant::now();
-        let left = drain.drain(options.grace).await;
-        if left > 0 {
-            tracing::warn!(
-                "{left} call(s) still running after the {} s grace period were cancelled",
-                options.grace.as_secs()
-            );
-        }
-        // A call that returned (or was cut) still has its answer to write.
-        let deadline =
-            (started + options.grace).max(tokio::time::Instant::now() + Duration::from_millis(500));
-        let unwritten = drain.finish_answers(deadline).await;
-        if unwritten > 0 {
-            tracing::warn!(
-                "{unwritten} answer(s) still being written at the end of the grace period were cut off"
-            );
-        }
-        cancel.cancel();
-        let rest = options.grace.saturating_sub(started.elapsed());
-        let _ =
-            tokio::time::timeout(rest.max(Duration::from_millis(500)), graceful.shutdown()).await;
+        // The listener is dropped when this returns: no more connections are accepted.
+        accept_connections(listener, &routes, options, &graceful).await;
+        shut_down(&drain, options, cancel, graceful).await;
         Ok(())
     }
+}
+
+/// The routes of a listener bound at `addr`: `/health`, and the MCP service (stopped by
+/// `cancel`) behind the Host, Origin and token checks.
+fn build_routes(
+    addr: SocketAddr,
+    handler: Handler,
+    session: Session,
+    options: &ServeOptions,
+    health: HealthExtra,
+    cancel: tokio_util::sync::CancellationToken,
+) -> Routes {
+    let mut manager = LocalSessionManager::default();
+    manager.session_config.keep_alive = Some(options.session_idle);
+    let manager = Arc::new(manager);
+    let port = addr.port();
+    let mut hosts: Vec<String> = vec!["localhost".into(), "127.0.0.1".into(), "::1".into()];
+    hosts.extend(options.allowed_hosts.iter().cloned());
+    if !addr.ip().is_loopback() && !addr.ip().is_unspecified() {
+        hosts.push(addr.ip().to_string());
+    }
+    let origins: Vec<String> = hosts
+        .iter()
+        .flat_map(|h| [format!("http://{h}:{port}"), format!("https://{h}:{port}")])
+        .collect();
+    let guard = front::Guard::new(&hosts, port, options.auth_token.clone());
+    // Sessions stay for clients of the legacy protocols (initialize, Mcp-Session-Id, a GET
+    // stream for list_changed). A request of the sessionless protocol (2026-07-28: per-request
+    // version, no initialize) is served statelessly by rmcp whatever this says; with
+    // `json_response` its answer is one `application/json` body instead of an event stream
+    // (it falls back to the stream when the call sends progress before its result). Measured
+    // with `toolsearch bench serve`: see ARCHITECTURE.md. The body bound is the front's
+    // (checked before the service reads it), so the service's own is the same.
+    let mut config = StreamableHttpServerConfig::default()
+        .with_allowed_hosts(hosts)
+        .with_allowed_origins(origins)
+        .with_json_response(true)
+        .with_max_request_body_bytes(MAX_MCP_MESSAGE_BYTES);
+    config.cancellation_token = cancel;
+    let answers = handler.drain.clone();
+    let service = Arc::new(StreamableHttpService::new(
+        move || Ok(handler.for_client()),
+        manager.clone(),
+        config,
+    ));
+    Routes {
+        service,
+        manager,
+        guard,
+        max_sessions: options.max_sessions.max(1),
+        body_timeout: options.body_timeout.max(Duration::from_millis(100)),
+        health,
+        session,
+        answers,
+    }
+}
+
+/// Accepts connections until a signal arrives, at most `--max-connections` open at once, each
+/// served on its own task watched by `graceful`.
+async fn accept_connections(
+    listener: tokio::net::TcpListener,
+    routes: &Arc<Routes>,
+    options: &ServeOptions,
+    graceful: &hyper_util::server::graceful::GracefulShutdown,
+) {
+    let (cap, lowered) = front::connection_cap(options.max_connections);
+    if let Some(lowered) = lowered {
+        tracing::warn!("{lowered}");
+    }
+    let connections = Arc::new(tokio::sync::Semaphore::new(cap));
+    let mut http1 = hyper::server::conn::http1::Builder::new();
+    http1
+        .timer(hyper_util::rt::TokioTimer::new())
+        .header_read_timeout(options.header_timeout.max(Duration::from_millis(100)));
+    let signal = shutdown_signal();
+    tokio::pin!(signal);
+    let mut backoff = front::AcceptBackoff::default();
+    // When the cap was last reported (at most once a minute).
+    let mut cap_reported: Option<tokio::time::Instant> = None;
+    loop {
+        // A connection is only accepted with a free slot: at the cap, new clients wait in the
+        // kernel's listen backlog (no descriptor of ours) until a connection closes.
+        if connections.available_permits() == 0
+            && cap_reported.is_none_or(|at| at.elapsed() >= Duration::from_secs(60))
+        {
+            cap_reported = Some(tokio::time::Instant::now());
+            tracing::warn!(
+                "{cap} client connections open (the connection cap, --max-connections); new \
+                 ones wait until one closes (idle ones close after the {} s header timeout)",
+                options.header_timeout.as_secs_f64()
+            );
+        }
+        let permit = tokio::select! {
+            permit = connections.clone().acquire_owned() => match permit {
+                Ok(permit) => permit,
+                Err(_) => break,
+            },
+            _ = &mut signal => break,
+        };
+        let (stream, peer) = tokio::select! {
+            accepted = listener.accept() => match accepted {
+                Ok(accepted) => {
+                    backoff.succeeded();
+                    accepted
+                }
+                Err(error) => {
+                    let pause = backoff.failed(&error);
+                    drop(permit);
+                    tokio::select! {
+                        _ = tokio::time::sleep(pause) => continue,
+                        _ = &mut signal => break,
+                    }
+                }
+            },
+            _ = &mut signal => break,
+        };
+        spawn_connection(&http1, graceful, routes.clone(), stream, peer, permit);
+    }
+}
+
+/// Serves an accepted connection on its own task; its slot (`permit`) is freed when it closes.
+fn spawn_connection(
+    http1: &hyper::server::conn::http1::Builder,
+    graceful: &hyper_util::server::graceful::GracefulShutdown,
+    routes: Arc<Routes>,
+    stream: tokio::net::TcpStream,
+    peer: SocketAddr,
+    permit: tokio::sync::OwnedSemaphorePermit,
+) {
+    let connection_key: Arc<str> = Arc::from(format!("connection {peer}"));
+    let route =
+        hyper::service::service_fn(move |mut request: hyper::Request<hyper::body::Incoming>| {
+            let routes = routes.clone();
+            let key = request
+                .headers()
+                .get("mcp-session-id")
+                .and_then(|v| v.to_str().ok())
+                .map_or_else(
+                    || connection_key.clone(),
+                    |id| Arc::from(format!("session {id}")),
+                );
+            request.extensions_mut().insert(ClientKey(key));
+            async move { Ok::<_, std::convert::Infallible>(routes.route(request).await) }
+        });
+    let connection = http1.serve_connection(hyper_util::rt::TokioIo::new(stream), route);
+    let connection = graceful.watch(connection);
+    tokio::spawn(async move {
+        let _ = connection.await;
+        drop(permit);
+    });
+}
+
+/// After accepting stopped: refuses new calls, lets the calls in flight finish within the
+/// grace period (those still running then are answered with a JSON-RPC error saying so), then
+/// ends the MCP sessions (their event streams would otherwise hold the connections open) and
+/// the connections.
+async fn shut_down(
+    drain: &Handler,
+    options: &ServeOptions,
+    cancel: tokio_util::sync::CancellationToken,
+    graceful: hyper_util::server::graceful::GracefulShutdown,
+) {
+    let started = tokio::time::Instant::now();
+    let left = drain.drain(options.grace).await;
+    if left > 0 {
+        tracing::warn!(
+            "{left} call(s) still running after the {} s grace period were cancelled",
+            options.grace.as_secs()
+        );
+    }
+    // A call that returned (or was cut) still has its answer to write.
+    let deadline =
+        (started + options.grace).max(tokio::time::Instant::now() + Duration::from_millis(500));
+    let unwritten = drain.finish_answers(deadline).await;
+    if unwritten > 0 {
+        tracing::warn!(
+            "{unwritten} answer(s) still being written at the end of the grace period were cut off"
+        );
+    }
+    cancel.cancel();
+    let rest = options.grace.saturating_sub(started.elapsed());
+    let _ = tokio::time::timeout(rest.max(Duration::from_millis(500)), graceful.shutdown()).await;
 }
 
 /// Whether a request body is a JSON-RPC `initialize` request (which opens a session).

@@ -35,13 +35,7 @@ impl Upstream {
             .await?
         {
             ServerResult::CompleteResult(result) => Ok(result),
-            _ => Err(ErrorData::internal_error(
-                format!(
-                    "the MCP server {:?} answered completion/complete with something else",
-                    self.config.name
-                ),
-                None,
-            )),
+            _ => Err(self.answered_otherwise("completion/complete")),
         }
     }
 }

@@ -94,13 +94,7 @@ impl Upstream {
             .await?
         {
             ServerResult::GetPromptResult(result) => Ok(result),
-            _ => Err(ErrorData::internal_error(
-                format!(
-                    "the MCP server {:?} answered prompts/get with something else",
-                    self.config.name
-                ),
-                None,
-            )),
+            _ => Err(self.answered_otherwise("prompts/get")),
         }
     }
 }

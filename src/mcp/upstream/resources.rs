@@ -181,13 +181,7 @@ impl Upstream {
         ));
         match self.request(request).await? {
             ServerResult::ReadResourceResult(result) => Ok(result),
-            _ => Err(ErrorData::internal_error(
-                format!(
-                    "the MCP server {:?} answered resources/read with something else",
-                    self.config.name
-                ),
-                None,
-            )),
+            _ => Err(self.answered_otherwise("resources/read")),
         }
     }
 
@@ -208,6 +202,17 @@ impl Upstream {
             ))
         };
         self.request(request).await.map(|_| ())
+    }
+
+    /// The error of a `method` request the server answered with another kind of result.
+    pub(super) fn answered_otherwise(&self, method: &str) -> ErrorData {
+        ErrorData::internal_error(
+            format!(
+                "the MCP server {:?} answered {method} with something else",
+                self.config.name
+            ),
+            None,
+        )
     }
 
     /// One request on the live connection (waiting for a starting server), bounded by

@@ -180,7 +180,7 @@ impl toolsearch::Bridge for PanickingBridge {
         &self,
         _op: BridgeOp,
         _args: serde_json::Value,
-    ) -> Result<serde_json::Value, toolsearch::BridgeError> {
+    ) -> Result<serde_json::Value, toolsearch::ToolError> {
         panic!("a bug in the bridge")
     }
 }

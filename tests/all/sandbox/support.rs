@@ -8,9 +8,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use toolsearch::{
-    Bridge, BridgeError, BridgeOp, CellOptions, CellResult, Limits, Supervisor, SupervisorConfig,
-};
+use toolsearch::{Bridge, BridgeOp, CellOptions, CellResult, Limits, Supervisor, SupervisorConfig};
 
 /// The worker binary built by cargo for these tests.
 pub const BIN: &str = env!("CARGO_BIN_EXE_toolsearch");
@@ -60,7 +58,7 @@ pub fn hits() -> Value {
 
 #[async_trait::async_trait]
 impl Bridge for TestBridge {
-    async fn invoke(&self, op: BridgeOp, args: Value) -> Result<Value, BridgeError> {
+    async fn invoke(&self, op: BridgeOp, args: Value) -> Result<Value, toolsearch::ToolError> {
         self.calls.fetch_add(1, Ordering::SeqCst);
         self.log.lock().unwrap().push((op, args.clone()));
         let now = self.inflight.fetch_add(1, Ordering::SeqCst) + 1;
@@ -69,7 +67,10 @@ impl Bridge for TestBridge {
             bridge: self,
             done: false,
         };
-        let out = self.answer(op, args).await.map_err(BridgeError::from);
+        let out = self
+            .answer(op, args)
+            .await
+            .map_err(toolsearch::ToolError::from);
         flight.done = true;
         out
     }
