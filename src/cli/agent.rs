@@ -32,7 +32,7 @@ pub(super) struct ProviderArgs {
     provider: Option<String>,
     /// Play the model with the scripted mock provider instead of --provider (bench agent
     /// --tasks; optionally as a small model: bridge-names, bare-names, structured-controls,
-    /// fenced-code, no-return, code-as-text, repeats-search).
+    /// fenced-code, no-return, code-as-text, repeats-search, bridge-steps).
     #[cfg(feature = "lab")]
     #[arg(long, value_name = "BEHAVIOUR", num_args = 0..=1, default_missing_value = "well-behaved")]
     scripted: Option<String>,

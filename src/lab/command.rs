@@ -236,7 +236,7 @@ pub(crate) struct MockArgs {
     #[arg(long)]
     text_calls: bool,
     /// Get the controls' shape wrong like a small model: bridge-names, bare-names,
-    /// structured-controls, fenced-code, no-return, code-as-text or repeats-search.
+    /// structured-controls, fenced-code, no-return, code-as-text, repeats-search or bridge-steps.
     #[arg(long, value_name = "BEHAVIOUR")]
     small_model: Option<String>,
     /// Play a task of the `bench agent --tasks` suite instead of --target (its steps in order).
@@ -272,7 +272,7 @@ pub(crate) fn mock_provider(args: MockArgs) -> Result<ExitCode> {
     let small_model = match &args.small_model {
         Some(name) => Some(SmallModel::parse(name).with_context(|| {
             format!(
-                "invalid --small-model {name:?}: expected bridge-names, bare-names, structured-controls, fenced-code, no-return, code-as-text or repeats-search"
+                "invalid --small-model {name:?}: expected bridge-names, bare-names, structured-controls, fenced-code, no-return, code-as-text, repeats-search or bridge-steps"
             )
         })?),
         None => None,
@@ -520,7 +520,7 @@ pub(crate) fn bench_tasks(run: TasksRun, worker_binary: &Path) -> Result<ExitCod
             small_model: match behaviour {
                 "well-behaved" => None,
                 other => Some(SmallModel::parse(other).with_context(|| {
-                    format!("invalid --scripted {other:?}: expected well-behaved, bridge-names, bare-names, structured-controls, fenced-code, no-return, code-as-text or repeats-search")
+                    format!("invalid --scripted {other:?}: expected well-behaved, bridge-names, bare-names, structured-controls, fenced-code, no-return, code-as-text, repeats-search or bridge-steps")
                 })?),
             },
             text_calls: false,

@@ -100,11 +100,15 @@ pub enum SmallModel {
     /// Sends its search cell a second time, identically, instead of the next step; then calls
     /// the tool the answer to that repeat names (the id taken from that answer's step).
     RepeatsSearch,
+    /// Calls the bridge functions by name as Qwen2.5-Coder-1.5B does in code mode (as text with
+    /// `text_calls`): `openclaw.tools.search`, then the `openclaw.tools.call` the answer's next
+    /// step names (the id taken from that step, never from the hits), then a final answer.
+    BridgeSteps,
 }
 
 impl SmallModel {
     /// Every behaviour.
-    pub const ALL: [SmallModel; 7] = [
+    pub const ALL: [SmallModel; 8] = [
         SmallModel::BridgeNames,
         SmallModel::BareNames,
         SmallModel::StructuredControls,
@@ -112,10 +116,11 @@ impl SmallModel {
         SmallModel::NoReturn,
         SmallModel::CodeAsText,
         SmallModel::RepeatsSearch,
+        SmallModel::BridgeSteps,
     ];
 
     /// The behaviour's name (`bridge-names`, `bare-names`, `structured-controls`,
-    /// `fenced-code`, `no-return`, `code-as-text`, `repeats-search`).
+    /// `fenced-code`, `no-return`, `code-as-text`, `repeats-search`, `bridge-steps`).
     pub fn as_str(self) -> &'static str {
         match self {
             SmallModel::BridgeNames => "bridge-names",
@@ -125,6 +130,7 @@ impl SmallModel {
             SmallModel::NoReturn => "no-return",
             SmallModel::CodeAsText => "code-as-text",
             SmallModel::RepeatsSearch => "repeats-search",
+            SmallModel::BridgeSteps => "bridge-steps",
         }
     }
 
@@ -585,6 +591,7 @@ fn small_model_move(
         SmallModel::NoReturn => code.then(|| play.no_return()),
         SmallModel::CodeAsText => code.then(|| play.code_as_text()),
         SmallModel::RepeatsSearch => code.then(|| play.repeats_search()),
+        SmallModel::BridgeSteps => code.then(|| play.bridge_steps()),
     }
 }
 
@@ -735,6 +742,23 @@ impl<'a> SmallMove<'a> {
         }
     }
 
+    /// `openclaw.tools.search` by name, then the `openclaw.tools.call` its answer's step names.
+    fn bridge_steps(&self) -> Action {
+        let Some(found) = done(self.past, "openclaw.tools.search") else {
+            return undeclared_call("openclaw.tools.search", json!({"query": self.query}));
+        };
+        if let Some(result) = done(self.past, "openclaw.tools.call") {
+            return answer("openclaw.tools.call", &result);
+        }
+        let Some(id) = self.wanted_id(next_step_id(&found), Some(&found)) else {
+            return self.not_found();
+        };
+        undeclared_call(
+            "openclaw.tools.call",
+            json!({"id": id, "args": self.scenario.arguments}),
+        )
+    }
+
     /// The search cell sent again, then the call the answer to the repeat names.
     fn repeats_search(&self) -> Action {
         let cells = successful_cells(self.past);
@@ -762,9 +786,17 @@ impl<'a> SmallMove<'a> {
 }
 
 /// The tool id in a cell answer's next step (`next`: "… {\"code\": \"return await
-/// openclaw.tools.call(\"ID\", …)\"} …").
+/// openclaw.tools.call(\"ID\", …)\"} …", or, worded as a bridge call, "… openclaw.tools.call
+/// with {\"id\": \"ID\", …").
 fn next_step_id(found: &Value) -> Option<String> {
     let next = found.get("next")?.as_str()?;
+    if let Some(at) = next.find("{\"id\": ") {
+        let id: Value = serde_json::Deserializer::from_str(&next[at + "{\"id\": ".len()..])
+            .into_iter::<Value>()
+            .next()?
+            .ok()?;
+        return id.as_str().map(str::to_string);
+    }
     let start = next.find('{')?;
     let request: Value = serde_json::Deserializer::from_str(&next[start..])
         .into_iter::<Value>()

@@ -448,6 +448,14 @@ fn declared(
     (tools, prompt)
 }
 
+/// How the step after a search is worded: as a `tool_search_code` cell, or as a bridge-function
+/// call for a model that calls `openclaw.tools.*` by name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum StepShape {
+    Cell,
+    Bridge,
+}
+
 /// Estimated tokens of serialized tool definitions: ceil(compact bytes / 4).
 pub fn estimated_tokens(bytes: usize) -> usize {
     bytes.div_ceil(4)
@@ -708,7 +716,8 @@ impl Surface {
                                 hint: normalized.hint(),
                             });
                         }
-                        self.code_cell(gateway, supervisor, &normalized.body).await
+                        self.code_cell(gateway, supervisor, &normalized.body, StepShape::Cell)
+                            .await
                     }
                     (None, Some(plan)) => {
                         let (dispatched, found) =
@@ -752,12 +761,14 @@ impl Surface {
     }
 
     /// A code cell of `code` on the run's sandbox (a failed cell when the run has none), with
-    /// the next step when its value is a search answer, or when it failed after a search.
+    /// the next step, worded in `shape`, when its value is a search answer, or when it failed
+    /// after a search.
     async fn code_cell(
         &self,
         gateway: &Gateway,
         supervisor: Option<&Supervisor>,
         code: &str,
+        shape: StepShape,
     ) -> Dispatch {
         match supervisor {
             Some(supervisor) => {
@@ -775,7 +786,11 @@ impl Surface {
                     _ => None,
                 };
                 *self.last_step.locked() = next.as_ref().map(|step| step.id.clone());
-                Dispatch::Cell(result, next.map(|step| step.text))
+                let text = next.map(|step| match shape {
+                    StepShape::Cell => step.text,
+                    StepShape::Bridge => step.as_bridge_call(),
+                });
+                Dispatch::Cell(result, text)
             }
             None => Dispatch::Cell(
                 CellResult::failed(
@@ -803,7 +818,9 @@ impl Surface {
             return Dispatch::Failed(self.guidance.unknown_name(CONTROL));
         }
         let normalized = recover::normalize_body(code);
-        let dispatched = self.code_cell(gateway, supervisor, &normalized.body).await;
+        let dispatched = self
+            .code_cell(gateway, supervisor, &normalized.body, StepShape::Cell)
+            .await;
         let recovered = Recovered {
             name: CONTROL.into(),
             form: "code_in_text",
@@ -844,10 +861,20 @@ impl Surface {
         };
         let (dispatched, ran_as) = if self.mode == Mode::Code {
             let body = plan.cell_body();
-            let dispatched = self.code_cell(gateway, supervisor, &body).await;
+            // A model that calls the bridge functions by name gets the step in that shape.
+            let shape = if plan.form == recover::Form::BridgeName {
+                StepShape::Bridge
+            } else {
+                StepShape::Cell
+            };
+            let dispatched = self.code_cell(gateway, supervisor, &body, shape).await;
             if !unknown && let Dispatch::Cell(_, Some(_)) = &dispatched {
                 // The answer's next step shows the control in use; no second example.
-                hint = recover::CODE_NEXT_HINT.into();
+                hint = match shape {
+                    StepShape::Cell => recover::CODE_NEXT_HINT,
+                    StepShape::Bridge => recover::BRIDGE_NEXT_HINT,
+                }
+                .into();
             }
             (dispatched, "tool_search_code")
         } else {

@@ -12,6 +12,13 @@
 //! ?.` — the first hit by its exact id, its required properties (all of them when none is
 //! required, up to [`MAX_ARGUMENTS`]); `{}` and ready to run as written when it takes none.
 //!
+//! A model that calls the bridge functions by name instead (`openclaw.tools.search` as a tool,
+//! or as a JSON object in its text, which lenient parsing recovers) gets the step in that shape:
+//! `Now call openclaw.tools.call with {"id": <id>, "args": {"a": ?}} with the values from the
+//! request in place of each ?.` ([`Next::as_bridge_call`]). Replayed against the same model, the
+//! cell wording after such a search was answered by repeating the search, an empty answer, or a
+//! call without the id; the bridge wording was answered by the call, id and values filled in.
+//!
 //! Owns: recognising a search answer in a cell's value and wording the step. Never does: run
 //! anything, look up a tool outside the allowed index it is given (a hit the index does not know
 //! gets no step), or put untrusted text in the step beyond the hit's id and property names,
@@ -31,6 +38,35 @@ pub(crate) struct Next {
     pub id: String,
     /// The line the model reads as `next`.
     pub text: String,
+    /// The argument names the step asks for.
+    arguments: Vec<String>,
+}
+
+impl Next {
+    /// The step worded as a bridge-function call, for a model that calls `openclaw.tools.*` by
+    /// name.
+    pub(crate) fn as_bridge_call(&self) -> String {
+        let arguments: Vec<String> = self
+            .arguments
+            .iter()
+            .map(|name| format!("{}: ?", Value::from(name.as_str())))
+            .collect();
+        format!(
+            "Now call openclaw.tools.call with {{\"id\": {}, \"args\": {{{}}}}}{}.",
+            Value::from(self.id.as_str()),
+            arguments.join(", "),
+            fill(&arguments)
+        )
+    }
+}
+
+/// The instruction to fill in the placeholders, when there are any.
+fn fill(arguments: &[String]) -> &'static str {
+    if arguments.is_empty() {
+        ""
+    } else {
+        " with the values from the request in place of each ?"
+    }
 }
 
 /// The step after a cell whose `value` is a search answer, or `None` when it is not one (or its
@@ -56,17 +92,14 @@ pub(crate) fn after_search(index: &SearchIndex, value: &Value) -> Option<Next> {
             arguments.join(", ")
         )
     };
-    let fill = if arguments.is_empty() {
-        ""
-    } else {
-        " with the values from the request in place of each ?"
-    };
     Some(Next {
         id: id.to_string(),
         text: format!(
-            "Now call tool_search_code with {{\"code\": {}}}{fill}.",
-            Value::from(body)
+            "Now call tool_search_code with {{\"code\": {}}}{}.",
+            Value::from(body),
+            fill(&arguments)
         ),
+        arguments: names,
     })
 }
 

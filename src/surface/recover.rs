@@ -412,6 +412,11 @@ pub(crate) fn unknown_name_hint(name: &str, mode: Mode) -> String {
 pub(crate) const CODE_NEXT_HINT: &str =
     "Next time call tool_search_code itself; send the cell in \"next\" now.";
 
+/// The hint of a recovered bridge-function search in code mode whose answer carries the next
+/// step (worded as a bridge call: see `next.rs`).
+pub(crate) const BRIDGE_NEXT_HINT: &str =
+    "Send the call in \"next\" now; it runs through tool_search_code.";
+
 /// The hint of a code cell the model wrote as text.
 pub(crate) fn code_in_text_hint(normalized: &Normalized) -> String {
     let ending = if normalized.returned {

@@ -1377,6 +1377,53 @@ fn a_repeated_search_cell_is_answered_with_its_next_step_in_code_and_auto_mode()
     }
 }
 
+/// A model that writes `openclaw.tools.search` as a JSON object in its text gets the next step
+/// as the bridge call it would write (`openclaw.tools.call` with the hit's id and a `?` per
+/// argument), not as a `tool_search_code` cell, and completes by sending that call as text.
+#[test]
+fn a_bridge_call_written_as_text_gets_its_next_step_as_a_bridge_call_in_code_and_auto_mode() {
+    for mode in SMALL_MODEL_MODES {
+        let lane = small_model_lane(SmallModel::BridgeSteps, mode, true);
+        let label = mode.to_string();
+        if lane.session_mode != Mode::Code {
+            assert_completed(&lane, &label, &[]);
+            continue;
+        }
+        assert_completed(
+            &lane,
+            &label,
+            &["openclaw.tools.search", "openclaw.tools.call"],
+        );
+        assert_eq!(lane.run.lenient_calls(), 2, "{label}");
+        for record in records(&lane.log, "recovered_call") {
+            assert_eq!(record["form"], "bridge_name", "{label}");
+            assert_eq!(record["ran_as"], "tool_search_code", "{label}");
+        }
+        let first = lane
+            .run
+            .messages()
+            .iter()
+            .find(|m| m["role"] == "tool")
+            .and_then(|m| m["content"].as_str())
+            .unwrap()
+            .to_string();
+        let (json_part, hint) = first.split_once('\n').unwrap();
+        let body: Value = serde_json::from_str(json_part).unwrap();
+        assert_eq!(
+            body["next"],
+            format!(
+                "Now call openclaw.tools.call with {{\"id\": \"{TARGET_ID}\", \"args\": {{\"{FIELD}\": ?}}}} with the values from the request in place of each ?."
+            ),
+            "{label}: {body}"
+        );
+        assert!(!json_part.contains("tool_search_code"), "{label}: {first}");
+        assert_eq!(
+            hint, "Send the call in \"next\" now; it runs through tool_search_code.",
+            "{label}"
+        );
+    }
+}
+
 #[test]
 fn small_model_code_written_as_text_completes_through_the_next_step_in_code_and_auto_mode() {
     for mode in SMALL_MODEL_MODES {
